@@ -1,0 +1,14 @@
+"""psdsos: kernel sums-of-squares models.
+
+PSD-valued functions F_B(x) = Psi(x)^T B Psi(x) with B PSD (Muzellec, Bach, Rudi),
+convex regression with SoS Hessian constraints, and SELF structured prediction.
+
+Subpackages (lower never imports higher): kernels -> features -> sos -> solvers ->
+estimators -> structured; geometry, datasets, model_selection, plotting and cli around them.
+"""
+
+from psdsos.estimators import PSDRegressor, load
+
+__version__ = "0.1.0"
+
+__all__ = ["PSDRegressor", "load", "__version__"]

@@ -1,0 +1,6 @@
+"""scikit-learn estimators built from the kernel SoS layers."""
+
+from psdsos.estimators._base import load
+from psdsos.estimators._psd import PSDRegressor
+
+__all__ = ["PSDRegressor", "load"]

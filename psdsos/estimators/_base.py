@@ -1,0 +1,152 @@
+"""Shared estimator machinery: declared parameter constraints, saving and loading."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from psdsos.kernels import KERNELS, Kernel
+from psdsos.sos import load_npz, save_npz
+
+__all__ = ["Interval", "Options", "validate_params", "load", "register_loadable"]
+
+
+class Interval:
+    """Real (or integer) interval constraint for a hyperparameter."""
+
+    def __init__(self, kind, left, right, closed="both", allow_none=False):
+        self.kind, self.left, self.right = kind, left, right
+        self.closed, self.allow_none = closed, allow_none
+
+    def check(self, name, value, owner):
+        if value is None and self.allow_none:
+            return
+        ok_type = isinstance(value, self.kind) and not isinstance(value, bool)
+        if ok_type and self.kind is numbers.Real:
+            ok_type = np.isfinite(value) or (value == np.inf and self.right is None)
+        if ok_type:
+            lo_ok = self.left is None or (
+                value >= self.left if self.closed in ("both", "left") else value > self.left)
+            hi_ok = self.right is None or (
+                value <= self.right if self.closed in ("both", "right") else value < self.right)
+            if lo_ok and hi_ok:
+                return
+        lb = "[" if self.closed in ("both", "left") else "("
+        rb = "]" if self.closed in ("both", "right") else ")"
+        lo = "-inf" if self.left is None else self.left
+        hi = "inf" if self.right is None else self.right
+        kind = "an integer" if self.kind is numbers.Integral else "a real number"
+        none = " or None" if self.allow_none else ""
+        raise ValueError(
+            f"{name} of {owner} must be {kind} in {lb}{lo}, {hi}{rb}{none}, got {value!r}"
+        )
+
+
+class Options:
+    """One of a set of strings (case-insensitive), optionally also instances of ``types``."""
+
+    def __init__(self, options, types=(), allow_none=False):
+        self.options, self.types, self.allow_none = tuple(options), tuple(types), allow_none
+
+    def check(self, name, value, owner):
+        if value is None and self.allow_none:
+            return
+        if self.types and isinstance(value, self.types):
+            return
+        if isinstance(value, str) and value.lower() in [o.lower() for o in self.options]:
+            return
+        extra = f" or a {' / '.join(t.__name__ for t in self.types)} instance" if self.types else ""
+        raise ValueError(
+            f"{name} of {owner} must be one of {list(self.options)}{extra}, got {value!r}"
+        )
+
+
+class Bool:
+    def check(self, name, value, owner):
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{name} of {owner} must be True or False, got {value!r}")
+
+
+class Verbose:
+    def check(self, name, value, owner):
+        if isinstance(value, (bool, np.bool_)):
+            return
+        if isinstance(value, numbers.Integral) and value >= 0:
+            return
+        raise ValueError(f"{name} of {owner} must be a bool or a non-negative int, got {value!r}")
+
+
+class RandomState:
+    def check(self, name, value, owner):
+        if value is None or isinstance(value, np.random.Generator):
+            return
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0:
+            return
+        raise ValueError(
+            f"{name} of {owner} must be None, a non-negative int or a numpy Generator, "
+            f"got {value!r}"
+        )
+
+
+KERNEL_OPTIONS = Options(list(KERNELS), types=(Kernel,))
+
+
+def validate_params(estimator):
+    """Check every constructor argument against ``estimator._parameter_constraints``."""
+    owner = type(estimator).__name__
+    for name, constraint in estimator._parameter_constraints.items():
+        constraint.check(name, getattr(estimator, name), owner)
+
+
+_LOADABLE = {}
+
+
+def register_loadable(cls):
+    """Class decorator: make ``psdsos.load`` able to rebuild instances of ``cls``."""
+    _LOADABLE[cls.__name__] = cls
+    return cls
+
+
+def load(path):
+    """Load a model saved with ``estimator.save(path)`` (.npz + JSON, no pickle).
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    The fitted estimator (or PSDModel) stored in the file.
+    """
+    arrays, meta = load_npz(path)
+    typ = meta.get("type")
+    if typ == "PSDModel":
+        from psdsos.sos import PSDModel
+
+        return PSDModel.from_arrays(arrays, meta)
+    cls = _LOADABLE.get(typ)
+    if cls is None:
+        raise ValueError(f"{path!r} holds an unknown model type {typ!r}")
+    return cls._from_saved(arrays, meta)
+
+
+def save_estimator(estimator, path, arrays, extra_meta):
+    """Write a fitted estimator: its constructor params (JSON-able only) plus arrays."""
+    params = {}
+    for k, v in estimator.get_params(deep=False).items():
+        if isinstance(v, Kernel):
+            if type(v) not in KERNELS.values():
+                raise ValueError(
+                    f"cannot save {type(estimator).__name__} with a custom kernel object "
+                    f"{v!r}: only built-in kernels are saved"
+                )
+            v = v.name
+            params["sigma"] = float(estimator.kernel_.sigma)
+        if isinstance(v, np.random.Generator):
+            v = None
+        if isinstance(v, (np.integer, np.floating)):
+            v = v.item()
+        params[k] = v
+    meta = {"type": type(estimator).__name__, "params": params, **extra_meta}
+    save_npz(path, arrays, meta)

@@ -1,0 +1,277 @@
+r"""PSD-valued kernel SoS regression (PSD paper, section 3.3, eq. 11)."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from psdsos._validation import check_psd_targets
+from psdsos.estimators._base import (
+    KERNEL_OPTIONS,
+    Bool,
+    Interval,
+    Options,
+    RandomState,
+    Verbose,
+    register_loadable,
+    save_estimator,
+    validate_params,
+)
+from psdsos.features import ExactFeatures, NystromFeatures
+from psdsos.kernels import Kernel, get_kernel
+from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_primal
+from psdsos.sos import PSDLeastSquares, PSDModel
+
+__all__ = ["PSDRegressor"]
+
+
+@register_loadable
+class PSDRegressor(RegressorMixin, BaseEstimator):
+    r"""Regression with PSD-valued kernel sums-of-squares, PSD paper eq. (11).
+
+    Minimizes, over PSD matrices :math:`\mathbf B` of size :math:`rd \times rd`,
+
+    .. math::
+
+        J(\mathbf B) = \frac{1}{2n}\sum_{i=1}^n \|F_{\mathbf B}(x_i) - \mathbf M_i\|_F^2
+          + \lambda_1 \operatorname{Tr}\mathbf B + \frac{\lambda_2}{2}\|\mathbf B\|_F^2,
+        \qquad F_{\mathbf B}(x) = \Psi(x)^T \mathbf B \Psi(x),
+
+    with :math:`\Psi(x) = (\mathbf R^{-T} v(x)) \otimes I_d` (eq. 8; exact features, r = n)
+    or Nystrom features of rank r.  Every prediction is PSD by construction
+    (Proposition 1), even when the targets are noisy indefinite matrices.
+
+    Parameters
+    ----------
+    kernel : {"gaussian", "exponential", "matern32", "matern52"} or Kernel, default="gaussian"
+    sigma : float, default=1.0
+        Bandwidth (ignored when ``kernel`` is a Kernel object).
+    lam1 : float, default=0.0
+        Trace weight lambda_1 >= 0.
+    lam2 : float, default=1e-3
+        Frobenius weight lambda_2 >= 0 (> 0 for the dual solver).
+    solver : {"dual", "primal"}, default="dual"
+        ``"dual"``: accelerated gradient on the negative-part dual (Theorem 3, eq. 12),
+        see :func:`psdsos.solvers.solve_dual`.  ``"primal"``: the SDP through CVXPY.
+    primal_solver : {"SCS", "CLARABEL"}, default="SCS"
+    n_landmarks : int or None, default=None
+        Nystrom rank r (None: exact features, r = n).
+    landmarks : {"uniform", "greedy"}, default="uniform"
+    tol : float, default=1e-7
+        Dual: relative duality gap.  Primal: the CVXPY solver's tolerance.
+    max_iter : int, default=10000
+    warm_start : bool, default=False
+        Reuse the previous dual solution (same training-set size) as the starting point.
+    random_state : None, int or Generator
+        Seeds the Nystrom landmarks.
+    verbose : bool or int, default=False
+
+    Attributes
+    ----------
+    B_ : ndarray (r d, r d)
+        The fitted PSD matrix (Tr B_ and ||B_||_F are those of the operator A).
+    model_ : PSDModel
+        The fitted function F_B.
+    features_ : ExactFeatures or NystromFeatures
+    kernel_ : Kernel
+    objective_ : float
+        J(B_) evaluated in numpy (comparable across solvers).
+    n_iter_ : int
+    dual_gap_ : float
+        Relative duality gap at the solution (dual solver; NaN for the primal).
+    dual_coef_ : ndarray (n, d, d)
+        The dual variable Gamma (dual solver); Gamma_i = (F(x_i) - M_i) / n at the optimum.
+    n_outputs_ : int
+        d, the size of the predicted matrices.
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from psdsos import PSDRegressor
+    >>> from psdsos.datasets import make_bures_geodesic
+    >>> t, M = make_bures_geodesic(12, random_state=0)
+    >>> model = PSDRegressor(kernel="exponential", sigma=0.1, lam2=1e-5).fit(t, M)
+    >>> model.predict(np.array([[0.5]])).shape
+    (1, 2, 2)
+    """
+
+    _parameter_constraints = {
+        "kernel": KERNEL_OPTIONS,
+        "sigma": Interval(numbers.Real, 0.0, None, closed="neither"),
+        "lam1": Interval(numbers.Real, 0.0, None),
+        "lam2": Interval(numbers.Real, 0.0, None),
+        "solver": Options(["dual", "primal"]),
+        "primal_solver": Options(PRIMAL_SOLVERS),
+        "n_landmarks": Interval(numbers.Integral, 1, None, allow_none=True),
+        "landmarks": Options(["uniform", "greedy"]),
+        "tol": Interval(numbers.Real, 0.0, None, closed="neither"),
+        "max_iter": Interval(numbers.Integral, 1, None),
+        "warm_start": Bool(),
+        "random_state": RandomState(),
+        "verbose": Verbose(),
+    }
+
+    def __init__(self, kernel="gaussian", sigma=1.0, *, lam1=0.0, lam2=1e-3, solver="dual",
+                 primal_solver="SCS", n_landmarks=None, landmarks="uniform", tol=1e-7,
+                 max_iter=10000, warm_start=False, random_state=None, verbose=False):
+        self.kernel = kernel
+        self.sigma = sigma
+        self.lam1 = lam1
+        self.lam2 = lam2
+        self.solver = solver
+        self.primal_solver = primal_solver
+        self.n_landmarks = n_landmarks
+        self.landmarks = landmarks
+        self.tol = tol
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------------------------
+    def _validate_targets(self, M, n):
+        M_arr = np.asarray(M) if not hasattr(M, "shape") else M
+        if getattr(M_arr, "ndim", None) == 1:
+            # scalar targets: the non-negative model with d = 1 (Marteau-Ferey et al., 2020)
+            Mr = check_psd_targets(np.asarray(M_arr, dtype=np.float64).reshape(-1, 1, 1), "M",
+                                   n_samples=n)
+            return Mr, True
+        return check_psd_targets(M_arr, "M", n_samples=n), False
+
+    def fit(self, X, M):
+        """Fit the SoS model to PSD (or symmetric, noisy) targets.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        M : array-like of shape (n_samples, d, d), symmetric
+            A 1-D array of shape (n_samples,) fits the scalar non-negative model (d = 1)
+            and makes ``predict`` return 1-D arrays.
+
+        Returns
+        -------
+        self
+        """
+        validate_params(self)
+        X = validate_data(self, X, reset=True, dtype=np.float64, ensure_min_samples=2)
+        n = X.shape[0]
+        M, scalar = self._validate_targets(M, n)
+        d = M.shape[1]
+        if self.solver == "dual" and self.lam2 == 0:
+            raise ValueError(
+                "lam2 = 0 is not supported by solver='dual' (the dual of eq. 12 needs lam2 > 0); "
+                "use solver='primal', which handles lam2 = 0 with lam1 >= 0"
+            )
+        kernel = self.kernel if isinstance(self.kernel, Kernel) else get_kernel(
+            self.kernel.lower(), self.sigma)
+        if self.n_landmarks is None:
+            features = ExactFeatures(kernel).fit(X)
+        else:
+            if self.n_landmarks > n:
+                raise ValueError(
+                    f"n_landmarks must be <= n_samples = {n}, got {self.n_landmarks}"
+                )
+            features = NystromFeatures(kernel, n_landmarks=self.n_landmarks,
+                                       landmarks=self.landmarks,
+                                       random_state=self.random_state).fit(X)
+        Phi = features.transform(X)
+        problem = PSDLeastSquares(Phi, M, self.lam1, self.lam2)
+        if self.solver == "dual":
+            init = None
+            if (self.warm_start and hasattr(self, "dual_coef_")
+                    and self.dual_coef_.shape == M.shape):
+                init = self.dual_coef_
+            res = solve_dual(problem, tol=self.tol, max_iter=self.max_iter, init=init,
+                             verbose=self.verbose)
+            B = res.B
+            self.dual_coef_ = res.G
+            self.dual_gap_ = float(res.dual_gap)
+            self.n_iter_ = int(res.n_iter)
+        else:
+            res = solve_primal(problem, solver=self.primal_solver.upper(), tol=self.tol,
+                               max_iter=None, verbose=bool(self.verbose))
+            B = res.B
+            self.dual_gap_ = float("nan")
+            self.n_iter_ = int(res.n_iter)
+        self.kernel_ = kernel
+        self.features_ = features
+        self.model_ = PSDModel(features, B, d)
+        self.B_ = self.model_.B
+        self.objective_ = float(problem.objective(self.B_))
+        self.n_outputs_ = d
+        self._scalar_targets = scalar
+        return self
+
+    def predict(self, X):
+        """Predict PSD matrices F_B(x).
+
+        Parameters
+        ----------
+        X : array-like of shape (m, n_features)
+
+        Returns
+        -------
+        ndarray of shape (m, d, d), symmetric PSD (shape (m,) after a fit on 1-D targets)
+        """
+        check_is_fitted(self, "model_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        F = self.model_(X)
+        return F[:, 0, 0] if self._scalar_targets else F
+
+    def score(self, X, M, sample_weight=None):
+        r"""Coefficient of determination over all matrix entries (higher is better).
+
+        .. math::
+
+            R^2 = 1 - \frac{\sum_i \|F(x_i) - M_i\|_F^2}{\sum_i \|M_i - \bar M\|_F^2}
+
+        so that GridSearchCV's default scoring works with 3-D targets.
+        """
+        check_is_fitted(self, "model_")
+        P = self.predict(X)
+        M = np.asarray(M, dtype=np.float64).reshape(P.shape)
+        w = np.ones(len(P)) if sample_weight is None else np.asarray(sample_weight, float)
+        wb = w.reshape((-1,) + (1,) * (P.ndim - 1))
+        num = float(np.sum(wb * (P - M) ** 2))
+        mean = np.sum(wb * M, axis=0) / np.sum(w)
+        den = float(np.sum(wb * (M - mean) ** 2))
+        if den == 0:
+            return 1.0 if num == 0 else 0.0
+        return 1.0 - num / den
+
+    # ---- persistence ------------------------------------------------------------------------
+    def save(self, path):
+        """Save the fitted model to ``path`` (.npz + JSON metadata; never pickle)."""
+        check_is_fitted(self, "model_")
+        arrays, mmeta = self.model_.to_arrays()
+        extra = {
+            "model": mmeta,
+            "fitted": {
+                "objective_": self.objective_, "n_iter_": self.n_iter_,
+                "dual_gap_": self.dual_gap_, "n_features_in_": int(self.n_features_in_),
+                "scalar_targets": bool(self._scalar_targets),
+            },
+        }
+        save_estimator(self, path, arrays, extra)
+
+    @classmethod
+    def _from_saved(cls, arrays, meta):
+        params = dict(meta["params"])
+        est = cls(**params)
+        model = PSDModel.from_arrays(arrays, meta["model"])
+        est.model_ = model
+        est.features_ = model.features
+        est.kernel_ = model.features.kernel_
+        est.B_ = model.B
+        est.n_outputs_ = model.d
+        f = meta["fitted"]
+        est.objective_ = f["objective_"]
+        est.n_iter_ = f["n_iter_"]
+        est.dual_gap_ = f["dual_gap_"]
+        est.n_features_in_ = f["n_features_in_"]
+        est._scalar_targets = f["scalar_targets"]
+        return est

@@ -1,0 +1,649 @@
+"""Stationary radial kernels with their derivatives in closed form.
+
+Every kernel of this module has the form
+
+.. math::
+
+    k(x, y) = \\kappa(\\rho), \\qquad \\rho = \\frac{\\|x - y\\|}{\\sigma},
+
+with a bandwidth :math:`\\sigma > 0`.  Derivatives are written with the unit vector
+:math:`n = (x - y) / \\|x - y\\|` (set to 0 at :math:`x = y`) and coefficient functions of
+:math:`\\rho` that stay bounded at :math:`\\rho = 0`, so that no division by zero ever happens:
+
+.. math::
+
+    \\nabla_x k &= \\frac{\\kappa'(\\rho)}{\\sigma} n, \\\\
+    \\nabla_x^2 k &= \\frac{1}{\\sigma^2}\\big(a(\\rho) I + b(\\rho) n n^T\\big),
+    \\quad a = \\kappa'(\\rho)/\\rho, \\quad b = \\kappa''(\\rho) - a(\\rho), \\\\
+    \\partial_{x_p}\\partial_{x_q}\\partial_{y_r}\\partial_{y_s} k &= \\frac{1}{\\sigma^4}
+    \\big(c_2(\\rho) S^{(2)}_{pqrs} + c_3(\\rho) S^{(3)}_{pqrs}(n)
+    + c_4(\\rho) n_p n_q n_r n_s\\big),
+
+where :math:`S^{(2)}_{pqrs} = \\delta_{pq}\\delta_{rs} + \\delta_{pr}\\delta_{qs}
++ \\delta_{ps}\\delta_{qr}` and :math:`S^{(3)}(n)` is the sum of the six products
+:math:`\\delta_{pq} n_r n_s + \\delta_{pr} n_q n_s + \\delta_{ps} n_q n_r + \\delta_{qr} n_p n_s
++ \\delta_{qs} n_p n_r + \\delta_{rs} n_p n_q`.  With :math:`g_1 = \\kappa'/\\rho` and
+:math:`g_{j+1} = g_j'/\\rho` the coefficients are :math:`c_2 = g_2`, :math:`c_3 = \\rho^2 g_3`,
+:math:`c_4 = \\rho^4 g_4`.
+
+Reference: Muzellec, Bach, Rudi, "Learning PSD-valued functions using kernel
+sums-of-squares" (the PSD paper): Example 1 and eq. (15) (Sobolev / Matern kernels),
+eq. (23) (Hessians of the kernel, approximate representation) and Appendix C.5, eq. (37)
+(fourth-order mixed derivatives, exact representation).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial.distance import cdist
+
+from psdsos._validation import check_array_2d, check_choice, check_scalar
+
+__all__ = [
+    "Kernel",
+    "GaussianKernel",
+    "ExponentialKernel",
+    "Matern32Kernel",
+    "Matern52Kernel",
+    "KERNELS",
+    "get_kernel",
+]
+
+#: ``differentiability`` of the infinitely smooth Gaussian kernel (any large integer works).
+_SMOOTH = 1000
+
+
+def _check_pair(X, Y):
+    """Validate ``X`` (n, p) and ``Y`` (m, p); ``Y=None`` means ``Y = X``."""
+    X = check_array_2d(X, "X")
+    if Y is None:
+        return X, X
+    Y = check_array_2d(Y, "Y")
+    if X.shape[1] != Y.shape[1]:
+        raise ValueError(
+            f"X and Y have different numbers of features: X has {X.shape[1]}, Y has {Y.shape[1]}"
+        )
+    return X, Y
+
+
+def _s2_tensor(p):
+    """Return the constant tensor S2 (p, p, p, p) of the fourth-order formula."""
+    eye = np.eye(p)
+    return (
+        np.einsum("pq,rs->pqrs", eye, eye)
+        + np.einsum("pr,qs->pqrs", eye, eye)
+        + np.einsum("ps,qr->pqrs", eye, eye)
+    )
+
+
+class Kernel:
+    """Stationary radial kernel :math:`k(x, y) = \\kappa(\\|x - y\\| / \\sigma)`.
+
+    .. math::
+
+        k(x, y) = \\kappa(\\rho), \\qquad \\rho = \\frac{\\|x - y\\|}{\\sigma},
+        \\qquad \\kappa(0) = 1.
+
+    Abstract base class of :class:`GaussianKernel`, :class:`ExponentialKernel`,
+    :class:`Matern32Kernel` and :class:`Matern52Kernel`.  Subclasses provide the profile
+    :math:`\\kappa` and the bounded coefficient functions of its derivatives (see the module
+    docstring); the base class does the validation, the geometry and the assembly.  The
+    Matern kernels are the Sobolev kernels of the PSD paper's Example 1, eq. (15), with the
+    scale factor of the remark after Example 1 (no :math:`\\sqrt{2\\nu}` factor).
+
+    Parameters
+    ----------
+    sigma : float, default=1.0
+        Bandwidth :math:`\\sigma`, finite and > 0.
+
+    Attributes
+    ----------
+    name : str
+        Kernel name, one of the keys of :data:`KERNELS`.
+    sigma : float
+        The validated bandwidth.
+    differentiability : int
+        Number of times :math:`k` is continuously differentiable as a function of
+        :math:`x - y` (a large integer, 1000, for the infinitely smooth Gaussian kernel).
+
+    Notes
+    -----
+    All methods take ``X`` of shape (n, p) and ``Y`` of shape (m, p) (``Y=None`` means
+    ``Y = X``); 1-D arrays are rejected.  Derivatives are taken in the first argument
+    ``x``; since these kernels are even functions of :math:`x - y`, the Hessian in the
+    second argument is the same array.
+    """
+
+    name: str = "kernel"
+    differentiability: int = 0
+
+    def __init__(self, sigma=1.0):
+        if type(self) is Kernel:
+            raise TypeError(
+                "Kernel is an abstract base class; use GaussianKernel, ExponentialKernel, "
+                "Matern32Kernel, Matern52Kernel or get_kernel(name, sigma)"
+            )
+        self.sigma = check_scalar(sigma, "sigma", lower=0.0, lower_inclusive=False)
+
+    # ------------------------------------------------------------------ hooks
+    def _kappa_from_sq(self, rho2):
+        """Profile as a function of rho^2 (used for values; default goes through rho)."""
+        return self._kappa(np.sqrt(rho2))
+
+    def _kappa(self, rho):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _dkappa(self, rho):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _hessian_coefs(self, rho):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _fourth_coefs(self, rho):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _formula(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- helpers
+    def _require(self, order, method):
+        """Raise ValueError if the kernel is not ``order`` times differentiable."""
+        if self.differentiability >= order:
+            return
+        ok = [n for n, cls in KERNELS.items() if cls.differentiability >= order]
+        alternatives = " or ".join(", ".join(repr(n) for n in ok).rsplit(", ", 1))
+        if order == 2:
+            what = "twice differentiable"
+        else:
+            what = f"{order} times differentiable"
+        kink = (
+            " has a kink at x=y"
+            if self.differentiability == 0
+            else f" is only {self.differentiability} times differentiable at x=y"
+        )
+        raise ValueError(
+            f"the {self.name!r} kernel is not {what} ({self._formula()}{kink}); "
+            f"{method} needs a kernel that is {what}: use {alternatives}"
+        )
+
+    def _geometry(self, X, Y):
+        """Return rho (n, m) and the unit vectors n (n, m, p), n = 0 where x = y."""
+        diff = X[:, None, :] - Y[None, :, :]
+        r = np.sqrt(np.einsum("abp,abp->ab", diff, diff))
+        unit = np.divide(diff, r[..., None], out=np.zeros_like(diff), where=r[..., None] > 0)
+        return r / self.sigma, unit
+
+    # ------------------------------------------------------------- public API
+    def __call__(self, X, Y=None):
+        """Gram matrix :math:`K_{ij} = k(X_i, Y_j)`.
+
+        .. math::
+
+            K_{ij} = \\kappa\\big(\\|X_i - Y_j\\| / \\sigma\\big).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, p)
+            First arguments.
+        Y : array-like of shape (m, p), default=None
+            Second arguments; ``None`` means ``Y = X`` (the Gram matrix of ``X``).
+
+        Returns
+        -------
+        K : ndarray of shape (n, m)
+            Kernel values; ``K[i, j] = 1`` exactly where ``X[i] == Y[j]``.
+        """
+        X, Y = _check_pair(X, Y)
+        sq = cdist(X, Y, metric="sqeuclidean")
+        return self._kappa_from_sq(sq / self.sigma**2)
+
+    def diag(self, X):
+        """Diagonal of the Gram matrix, :math:`k(x, x) = \\kappa(0) = 1`.
+
+        .. math::
+
+            d_i = k(X_i, X_i) = 1.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, p)
+            Points.
+
+        Returns
+        -------
+        d : ndarray of shape (n,)
+            All ones.
+        """
+        X = check_array_2d(X, "X")
+        return np.ones(X.shape[0])
+
+    def gradient(self, X, Y=None):
+        """Gradient of the kernel in its first argument.
+
+        .. math::
+
+            G_{ij} = \\nabla_x k(x, y)\\big|_{x = X_i, y = Y_j}
+            = \\frac{\\kappa'(\\rho)}{\\sigma} \\frac{x - y}{\\|x - y\\|},
+            \\qquad \\rho = \\|x - y\\| / \\sigma,
+
+        and :math:`G_{ij} = 0` where :math:`X_i = Y_j` (for the exponential kernel, which
+        is not differentiable there, 0 is the symmetric subgradient).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, p)
+            Points where the gradient is taken (first argument).
+        Y : array-like of shape (m, p), default=None
+            Second arguments; ``None`` means ``Y = X``.
+
+        Returns
+        -------
+        G : ndarray of shape (n, m, p)
+            ``G[i, j]`` is the gradient in ``x`` of ``k(x, Y[j])`` at ``x = X[i]``.
+        """
+        X, Y = _check_pair(X, Y)
+        rho, unit = self._geometry(X, Y)
+        return (self._dkappa(rho) / self.sigma)[..., None] * unit
+
+    def hessian(self, X, Y=None):
+        """Hessian of the kernel in its first argument (PSD paper, eq. (23)).
+
+        .. math::
+
+            H_{ij} = \\nabla_x^2 k(x, y)\\big|_{x = X_i, y = Y_j}
+            = \\frac{1}{\\sigma^2}\\Big(a(\\rho) I_p + b(\\rho)\\, n n^T\\Big),
+            \\quad n = \\frac{x - y}{\\|x - y\\|},
+            \\quad a = \\frac{\\kappa'(\\rho)}{\\rho}, \\quad b = \\kappa''(\\rho) - a,
+
+        with :math:`a, b` written in closed forms that are finite at :math:`\\rho = 0`
+        (where :math:`b = 0`, so :math:`H = a(0) I_p / \\sigma^2`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, p)
+            Points where the Hessian is taken (first argument).
+        Y : array-like of shape (m, p), default=None
+            Second arguments; ``None`` means ``Y = X``.
+
+        Returns
+        -------
+        H : ndarray of shape (n, m, p, p)
+            ``H[i, j]`` is the (symmetric) Hessian in ``x`` of ``k(x, Y[j])`` at
+            ``x = X[i]``.  Because the kernel is even in :math:`x - y`, this is also the
+            Hessian in the second argument, :math:`\\partial^2 k(X_i, y) / \\partial y^2`
+            at :math:`y = Y_j`.
+
+        Raises
+        ------
+        ValueError
+            If the kernel is not twice differentiable (the exponential kernel).
+        """
+        self._require(2, "hessian")
+        X, Y = _check_pair(X, Y)
+        rho, unit = self._geometry(X, Y)
+        a, b = self._hessian_coefs(rho)
+        H = b[..., None, None] * (unit[..., :, None] * unit[..., None, :])
+        idx = np.arange(X.shape[1])
+        H[..., idx, idx] += a[..., None]
+        return H / self.sigma**2
+
+    def hessian_hessian(self, X, Y=None):
+        """Fourth-order mixed derivatives, two in ``x`` and two in ``y``.
+
+        .. math::
+
+            D_{ijpqrs} = \\frac{\\partial^4 k(x, y)}
+            {\\partial x_p \\partial x_q \\partial y_r \\partial y_s}
+            \\Big|_{x = X_i, y = Y_j}
+            = \\frac{1}{\\sigma^4}\\Big(c_2(\\rho) S^{(2)}_{pqrs}
+            + c_3(\\rho) S^{(3)}_{pqrs}(n) + c_4(\\rho)\\, n_p n_q n_r n_s\\Big),
+
+        the inner products :math:`\\langle \\partial_{pq} k_{x}, \\partial_{rs} k_{y}
+        \\rangle_{\\mathcal{H}}` of the exact Hessian representation (PSD paper, eq. (21)
+        and Appendix C.5, eq. (37)).  :math:`S^{(2)}` and :math:`S^{(3)}` are defined in
+        the module docstring; for the Gaussian kernel
+        :math:`(c_2, c_3, c_4) = \\kappa(\\rho)\\,(1, -\\rho^2, \\rho^4)`, for the Matern 5/2
+        kernel :math:`(c_2, c_3, c_4) = e^{-\\rho}(1, -\\rho, \\rho(1 + \\rho)) / 3`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, p)
+            First arguments.
+        Y : array-like of shape (m, p), default=None
+            Second arguments; ``None`` means ``Y = X``.
+
+        Returns
+        -------
+        D : ndarray of shape (n, m, p, p, p, p)
+            Fully symmetric in its last four axes.  Memory is ``8 n m p^4`` bytes.
+
+        Raises
+        ------
+        ValueError
+            If the kernel is not four times differentiable (exponential, Matern 3/2).
+        """
+        self._require(4, "hessian_hessian")
+        X, Y = _check_pair(X, Y)
+        p = X.shape[1]
+        rho, unit = self._geometry(X, Y)
+        c2, c3, c4 = self._fourth_coefs(rho)
+        eye = np.eye(p)
+        nn = unit[..., :, None] * unit[..., None, :]
+        S3 = (
+            np.einsum("pq,abrs->abpqrs", eye, nn)
+            + np.einsum("pr,abqs->abpqrs", eye, nn)
+            + np.einsum("ps,abqr->abpqrs", eye, nn)
+            + np.einsum("qr,abps->abpqrs", eye, nn)
+            + np.einsum("qs,abpr->abpqrs", eye, nn)
+            + np.einsum("rs,abpq->abpqrs", eye, nn)
+        )
+        D = c3[..., None, None, None, None] * S3
+        D += c4[..., None, None, None, None] * np.einsum("abpq,abrs->abpqrs", nn, nn)
+        D += c2[..., None, None, None, None] * _s2_tensor(p)
+        return D / self.sigma**4
+
+    def get_params(self, deep=True):
+        """Parameters of the kernel, scikit-learn style.
+
+        .. math::
+
+            \\{\\texttt{sigma}: \\sigma\\}
+
+        Parameters
+        ----------
+        deep : bool, default=True
+            Ignored (a kernel holds no sub-objects); accepted for scikit-learn compatibility.
+
+        Returns
+        -------
+        params : dict
+            ``{"sigma": sigma}``.
+        """
+        return {"sigma": self.sigma}
+
+    def __repr__(self):
+        return f"{type(self).__name__}(sigma={self.sigma!r})"
+
+    def __eq__(self, other):
+        if not isinstance(other, Kernel):
+            return NotImplemented
+        return type(self) is type(other) and self.sigma == other.sigma
+
+    def __hash__(self):
+        return hash((type(self).__name__, self.sigma))
+
+
+class GaussianKernel(Kernel):
+    """Gaussian (RBF) kernel.
+
+    .. math::
+
+        k(x, y) = \\exp\\Big(-\\frac{\\|x - y\\|^2}{2 \\sigma^2}\\Big),
+        \\qquad \\kappa(\\rho) = e^{-\\rho^2 / 2}.
+
+    Infinitely differentiable (``differentiability`` is a large integer).  Equal to
+    scikit-learn's ``RBF(length_scale=sigma)``.  Derivatives (first argument, with
+    :math:`u = (x - y)/\\sigma`):
+
+    .. math::
+
+        \\nabla_x k = -\\frac{k}{\\sigma} u, \\qquad
+        \\nabla_x^2 k = \\frac{k}{\\sigma^2}\\big(u u^T - I\\big), \\qquad
+        \\partial_{x_p x_q y_r y_s} k = \\frac{k}{\\sigma^4}\\big(S^{(2)}_{pqrs}
+        - S^{(3)}_{pqrs}(u) + u_p u_q u_r u_s\\big).
+
+    Used in the PSD paper's experiments (eq. (23) and Appendix C.5, eq. (37)).
+
+    Parameters
+    ----------
+    sigma : float, default=1.0
+        Bandwidth, finite and > 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from psdsos.kernels import GaussianKernel
+    >>> k = GaussianKernel(sigma=2.0)
+    >>> k(np.zeros((1, 2)), np.array([[2.0, 0.0]]))
+    array([[0.60653066]])
+    """
+
+    name = "gaussian"
+    differentiability = _SMOOTH
+
+    def _formula(self):
+        return "k(x,y)=exp(-||x-y||^2/(2 sigma^2))"
+
+    def _kappa_from_sq(self, rho2):
+        return np.exp(-0.5 * rho2)
+
+    def _kappa(self, rho):
+        return np.exp(-0.5 * rho**2)
+
+    def _dkappa(self, rho):
+        return -rho * np.exp(-0.5 * rho**2)
+
+    def _hessian_coefs(self, rho):
+        e = np.exp(-0.5 * rho**2)
+        return -e, rho**2 * e
+
+    def _fourth_coefs(self, rho):
+        e = np.exp(-0.5 * rho**2)
+        rho2 = rho**2
+        return e, -rho2 * e, rho2**2 * e
+
+
+class ExponentialKernel(Kernel):
+    """Exponential (Laplace) kernel with the Euclidean norm.
+
+    .. math::
+
+        k(x, y) = \\exp\\Big(-\\frac{\\|x - y\\|}{\\sigma}\\Big),
+        \\qquad \\kappa(\\rho) = e^{-\\rho}.
+
+    The Sobolev kernel of the PSD paper's Example 1, eq. (15), with :math:`s - p/2 = 1/2`
+    (remark after Example 1); scikit-learn's ``Matern(length_scale=sigma, nu=0.5)``.
+    Not to be confused with ``sklearn.metrics.pairwise.laplacian_kernel``, which uses the
+    L1 norm.  Continuous but not differentiable at :math:`x = y`
+    (``differentiability = 0``):
+
+    .. math::
+
+        \\nabla_x k = -\\frac{k}{\\sigma} \\frac{x - y}{\\|x - y\\|} \\quad (x \\neq y),
+        \\qquad \\nabla_x k = 0 \\quad (x = y),
+
+    where 0 is the symmetric subgradient.  :meth:`hessian` and :meth:`hessian_hessian`
+    raise ``ValueError``.
+
+    Parameters
+    ----------
+    sigma : float, default=1.0
+        Bandwidth, finite and > 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from psdsos.kernels import ExponentialKernel
+    >>> ExponentialKernel(sigma=1.0)(np.zeros((1, 2)), np.array([[3.0, 4.0]]))
+    array([[0.00673795]])
+    """
+
+    name = "exponential"
+    differentiability = 0
+
+    def _formula(self):
+        return "k(x,y)=exp(-||x-y||/sigma)"
+
+    def _kappa(self, rho):
+        return np.exp(-rho)
+
+    def _dkappa(self, rho):
+        return -np.exp(-rho)
+
+
+class Matern32Kernel(Kernel):
+    """Matern kernel with :math:`\\nu = 3/2` (Sobolev kernel, :math:`s - p/2 = 3/2`).
+
+    .. math::
+
+        k(x, y) = (1 + \\rho)\\, e^{-\\rho}, \\qquad \\rho = \\frac{\\|x - y\\|}{\\sigma}.
+
+    The PSD paper's Example 1, eq. (15), with :math:`s - p/2 = 3/2` and the scale factor
+    of the remark after Example 1: :math:`\\rho` has **no** :math:`\\sqrt{3}` factor, so
+    scikit-learn's ``Matern(length_scale=l, nu=1.5)`` equals this kernel with
+    ``sigma = l / sqrt(3)``.  Twice continuously differentiable
+    (``differentiability = 2``):
+
+    .. math::
+
+        \\nabla_x k = -\\frac{e^{-\\rho}}{\\sigma^2}(x - y), \\qquad
+        \\nabla_x^2 k = \\frac{e^{-\\rho}}{\\sigma^2}\\Big(-I
+        + \\frac{(x - y)(x - y)^T}{\\sigma \\|x - y\\|}\\Big),
+
+    with the second term of the Hessian equal to 0 at :math:`x = y` (its limit), so the
+    Hessian there is :math:`-I / \\sigma^2`.  :meth:`hessian_hessian` raises ``ValueError``.
+
+    Parameters
+    ----------
+    sigma : float, default=1.0
+        Bandwidth, finite and > 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from psdsos.kernels import Matern32Kernel
+    >>> Matern32Kernel(sigma=1.0)(np.zeros((1, 1)), np.ones((1, 1)))
+    array([[0.73575888]])
+    """
+
+    name = "matern32"
+    differentiability = 2
+
+    def _formula(self):
+        return "k(x,y)=(1+rho)exp(-rho) with rho=||x-y||/sigma"
+
+    def _kappa(self, rho):
+        return (1.0 + rho) * np.exp(-rho)
+
+    def _dkappa(self, rho):
+        return -rho * np.exp(-rho)
+
+    def _hessian_coefs(self, rho):
+        e = np.exp(-rho)
+        return -e, rho * e
+
+
+class Matern52Kernel(Kernel):
+    """Matern kernel with :math:`\\nu = 5/2` (Sobolev kernel, :math:`s - p/2 = 5/2`).
+
+    .. math::
+
+        k(x, y) = \\Big(1 + \\rho + \\frac{\\rho^2}{3}\\Big) e^{-\\rho},
+        \\qquad \\rho = \\frac{\\|x - y\\|}{\\sigma}.
+
+    The PSD paper's Example 1, eq. (15), with :math:`s - p/2 = 5/2` and the scale factor
+    of the remark after Example 1: :math:`\\rho` has **no** :math:`\\sqrt{5}` factor, so
+    scikit-learn's ``Matern(length_scale=l, nu=2.5)`` equals this kernel with
+    ``sigma = l / sqrt(5)``.  Four times continuously differentiable
+    (``differentiability = 4``):
+
+    .. math::
+
+        \\nabla_x k &= -\\frac{(1 + \\rho) e^{-\\rho}}{3 \\sigma^2}(x - y), \\\\
+        \\nabla_x^2 k &= \\frac{e^{-\\rho}}{3 \\sigma^2}\\Big(-(1 + \\rho) I
+        + \\frac{(x - y)(x - y)^T}{\\sigma^2}\\Big), \\\\
+        \\partial_{x_p x_q y_r y_s} k &= \\frac{e^{-\\rho}}{3 \\sigma^4}\\Big(S^{(2)}_{pqrs}
+        - \\rho\\, S^{(3)}_{pqrs}(n) + \\rho (1 + \\rho)\\, n_p n_q n_r n_s\\Big),
+
+    with :math:`n = (x - y)/\\|x - y\\|` (the last two terms vanish at :math:`x = y`).
+
+    Parameters
+    ----------
+    sigma : float, default=1.0
+        Bandwidth, finite and > 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from psdsos.kernels import Matern52Kernel
+    >>> Matern52Kernel(sigma=1.0)(np.zeros((1, 1)), np.ones((1, 1)))
+    array([[0.85838536]])
+    """
+
+    name = "matern52"
+    differentiability = 4
+
+    def _formula(self):
+        return "k(x,y)=(1+rho+rho^2/3)exp(-rho) with rho=||x-y||/sigma"
+
+    def _kappa(self, rho):
+        return (1.0 + rho + rho**2 / 3.0) * np.exp(-rho)
+
+    def _dkappa(self, rho):
+        return -rho * (1.0 + rho) * np.exp(-rho) / 3.0
+
+    def _hessian_coefs(self, rho):
+        e = np.exp(-rho) / 3.0
+        return -(1.0 + rho) * e, rho**2 * e
+
+    def _fourth_coefs(self, rho):
+        e = np.exp(-rho) / 3.0
+        return e, -rho * e, rho * (1.0 + rho) * e
+
+
+#: Kernel classes by name (the names accepted by :func:`get_kernel`).
+KERNELS = {
+    "gaussian": GaussianKernel,
+    "exponential": ExponentialKernel,
+    "matern32": Matern32Kernel,
+    "matern52": Matern52Kernel,
+}
+
+
+def get_kernel(kernel, sigma=None):
+    """Return a :class:`Kernel` from a name and a bandwidth, or a Kernel unchanged.
+
+    .. math::
+
+        k(x, y) = \\kappa(\\|x - y\\| / \\sigma), \\quad
+        \\kappa \\in \\{e^{-\\rho^2/2},\\ e^{-\\rho},\\ (1 + \\rho) e^{-\\rho},\\
+        (1 + \\rho + \\rho^2/3) e^{-\\rho}\\}
+
+    (Gaussian, exponential, Matern 3/2, Matern 5/2; the last three are the Sobolev kernels
+    of the PSD paper's Example 1, eq. (15)).
+
+    Parameters
+    ----------
+    kernel : {"gaussian", "exponential", "matern32", "matern52"} or Kernel
+        Kernel name (case-insensitive) or a :class:`Kernel` instance.  An instance is
+        returned **unchanged** and ``sigma`` is then ignored (the instance carries its own
+        bandwidth).
+    sigma : float, default=None
+        Bandwidth, finite and > 0; required when ``kernel`` is a name.
+
+    Returns
+    -------
+    kernel : Kernel
+
+    Raises
+    ------
+    ValueError
+        If ``kernel`` is not one of the names above or a Kernel (the message names
+        ``kernel`` and lists the choices), or if ``sigma`` is missing, not a real number,
+        not finite or not > 0 (the message names ``sigma``).
+
+    Examples
+    --------
+    >>> from psdsos.kernels import get_kernel
+    >>> get_kernel("Matern52", sigma=0.5)
+    Matern52Kernel(sigma=0.5)
+    """
+    if isinstance(kernel, Kernel):
+        return kernel
+    name = check_choice(kernel, "kernel", list(KERNELS))
+    if sigma is None:
+        raise ValueError(
+            f"sigma (the kernel bandwidth) must be given with kernel={kernel!r}: "
+            "a finite real number > 0, got None"
+        )
+    return KERNELS[name](sigma=sigma)

@@ -1,0 +1,25 @@
+"""Solvers: one accelerated dual solver for negative-part duals, CVXPY primal solves."""
+
+from psdsos.solvers._dual import DualProblem, DualResult, solve_dual
+from psdsos.solvers._negpart import NegativePart
+from psdsos.solvers._primal import (
+    PRIMAL_SOLVERS,
+    InaccurateSolutionWarning,
+    PrimalResult,
+    SolverStatusError,
+    solve_cvxpy,
+    solve_primal,
+)
+
+__all__ = [
+    "DualProblem",
+    "DualResult",
+    "solve_dual",
+    "NegativePart",
+    "PRIMAL_SOLVERS",
+    "PrimalResult",
+    "SolverStatusError",
+    "InaccurateSolutionWarning",
+    "solve_cvxpy",
+    "solve_primal",
+]

@@ -1,0 +1,79 @@
+"""Negative part of a symmetric matrix through a partial eigendecomposition.
+
+[S]_- = sum over eigenvalues w < 0 of (-w) u u^T  (a PSD matrix), so that
+S = [S]_+ - [S]_-.  Only the eigenpairs on the smaller side of 0 are computed: when few
+eigenvalues are negative, LAPACK's MRRR driver (``syevr``) restricted to (-inf, 0]
+skips most of the back-transformation; when few are positive, [S]_- = [S]_+ - S.
+When both sides are large, a full divide-and-conquer ``eigh`` is cheaper.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+
+__all__ = ["NegativePart"]
+
+#: A partial decomposition pays while it computes fewer than this fraction of the pairs
+#: (measured with OpenBLAS, one thread: evr with 10% of the pairs ~ 0.5x a full eigh).
+_PARTIAL_FRACTION = 0.12
+
+
+class NegativePart:
+    """Stateful helper that remembers how many eigenvalues were negative last time.
+
+    The count of negative eigenvalues changes slowly along an iterative solver, so the
+    last count decides which of the three strategies to use next.
+    """
+
+    def __init__(self, size):
+        self.size = size
+        self.n_neg = size // 2  # unknown at first: full decomposition
+
+    def _strategy(self):
+        lim = _PARTIAL_FRACTION * self.size
+        if self.n_neg <= lim:
+            return "neg"
+        if self.size - self.n_neg <= lim:
+            return "pos"
+        return "full"
+
+    def __call__(self, S):
+        """Return (N, w_neg): N = [S]_- and the negative eigenvalues of S."""
+        strategy = self._strategy()
+        if strategy == "full":
+            w, U = np.linalg.eigh(S)
+            neg = w < 0
+            Un, wn = U[:, neg], w[neg]
+            N = (Un * (-wn)) @ Un.T
+        elif strategy == "neg":
+            wn, Un = sla.eigh(S, subset_by_value=(-np.inf, 0.0), driver="evr",
+                              check_finite=False)
+            N = (Un * (-wn)) @ Un.T
+        else:
+            wp, Up = sla.eigh(S, subset_by_value=(0.0, np.inf), driver="evr",
+                              check_finite=False)
+            N = (Up * wp) @ Up.T - S
+            wn = None
+        N = 0.5 * (N + N.T)
+        if wn is None:
+            self.n_neg = self.size - len(wp)
+            # eigenvalues of S below 0: only their squared sum is needed downstream
+            sq = float(np.sum(S * S) - np.sum(wp**2))
+            return N, max(sq, 0.0)
+        self.n_neg = len(wn)
+        return N, float(np.sum(wn**2))
+
+    def sq_norm(self, S):
+        """||[S]_-||_F^2 from eigenvalues only (no eigenvectors)."""
+        strategy = self._strategy()
+        if strategy == "full":
+            w = np.linalg.eigvalsh(S)
+            return float(np.sum(np.minimum(w, 0.0) ** 2))
+        if strategy == "neg":
+            wn = sla.eigh(S, subset_by_value=(-np.inf, 0.0), driver="evr", eigvals_only=True,
+                          check_finite=False)
+            return float(np.sum(wn**2))
+        wp = sla.eigh(S, subset_by_value=(0.0, np.inf), driver="evr", eigvals_only=True,
+                      check_finite=False)
+        return max(float(np.sum(S * S) - np.sum(wp**2)), 0.0)

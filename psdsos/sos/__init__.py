@@ -1,0 +1,19 @@
+"""Kernel SoS objects: the PSD-valued model, the evaluation map, the CVXPY primitive, objectives."""
+
+from psdsos.sos._maps import sos_adjoint, sos_evaluate, sos_operator_norm_sq
+from psdsos.sos._model import PSDModel, load_npz, project_psd, save_npz
+from psdsos.sos._objectives import PSDLeastSquares
+from psdsos.sos._primitive import SoSBlock, sos_constraints
+
+__all__ = [
+    "PSDModel",
+    "PSDLeastSquares",
+    "SoSBlock",
+    "sos_constraints",
+    "sos_evaluate",
+    "sos_adjoint",
+    "sos_operator_norm_sq",
+    "project_psd",
+    "save_npz",
+    "load_npz",
+]
