@@ -198,8 +198,7 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
     def S_of(G):
         return sos_adjoint(Phi, G) + eye_l1
 
-    Sx = S_of(x)
-    y, Sy = x, Sx
+    y = x
     t_fista = 1.0
     hist = {"gap": [], "dual": [], "step": []} if history else None
     every = 100 if verbose is True else int(verbose or 0)
@@ -210,8 +209,7 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
     wait, next_probe = 1, 1  # back-off schedule for probing steps larger than 1/L
     for it in range(1, max_iter + 1):
         n_iter = it
-        if it % 25 == 0:
-            Sy = S_of(y)  # refresh the linearly updated S to avoid drift
+        Sy = S_of(y)  # recomputed, never updated linearly: rounding drift is amplified
         Nneg, neg_sq = negpart(Sy)
         B = Nneg / lam2
         FB = sos_evaluate(Phi, B, d)
@@ -234,7 +232,6 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
             converged = True
             message = f"relative duality gap {gap:.3e} <= tol {tol:g}"
             break
-        AG = sos_adjoint(Phi, grad)
         # --- step: 1/L always decreases D.  A larger step eta is probed and verified with
         # eigenvalues only, halving until accepted (or 1/L, accepted unverified).  When
         # even the first halving lands on 1/L, probing pauses for `wait` iterations
@@ -242,10 +239,11 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
         step = eta_min
         if eta > eta_min and it >= next_probe:
             g2 = float(np.sum(grad * grad))
+            AG = sos_adjoint(Phi, grad)
             first = True
             while eta > eta_min:
-                xn, Sxn = y - eta * grad, Sy - eta * AG
-                fxn = problem.smooth_value(xn) + negpart.sq_norm(Sxn) / (2 * lam2)
+                xn = y - eta * grad
+                fxn = problem.smooth_value(xn) + negpart.sq_norm(Sy - eta * AG) / (2 * lam2)
                 if fxn <= Dy - 0.5 * eta * g2 + 1e-13 * max(abs(Dy), 1.0):
                     step, wait = eta, 1
                     break
@@ -256,7 +254,7 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
                 first = False
             eta = max(1.5 * step, 2 * eta_min)
         if step == eta_min:
-            xn, Sxn = y - step * grad, Sy - step * AG
+            xn = y - step * grad
         # --- momentum with gradient restart (O'Donoghue and Candes, 2015)
         if float(np.sum(grad * (xn - x))) > 0:
             t_fista = 1.0
@@ -269,8 +267,7 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
             beta = (t_fista - 1) / t_new
             t_fista = t_new
         y = xn + beta * (xn - x)
-        Sy = Sxn + beta * (Sxn - Sx)
-        x, Sx = xn, Sxn
+        x = xn
     else:
         message = (f"maximum number of iterations {max_iter} reached with relative duality "
                    f"gap {best[0]:.3e} > tol {tol:g}")
