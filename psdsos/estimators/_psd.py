@@ -23,7 +23,7 @@ from psdsos.estimators._base import (
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.kernels import Kernel, get_kernel
 from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_primal
-from psdsos.sos import PSDLeastSquares, PSDModel
+from psdsos.sos import PSDLeastSquares, PSDModel, project_psd
 
 __all__ = ["PSDRegressor"]
 
@@ -194,7 +194,8 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         else:
             res = solve_primal(problem, solver=self.primal_solver.upper(), tol=self.tol,
                                max_iter=None, verbose=bool(self.verbose))
-            B = res.B
+            # an SDP solver's B is PSD only to its tolerance: project it onto the cone
+            B = project_psd(res.B)
             self.dual_gap_ = float("nan")
             self.n_iter_ = int(res.n_iter)
         self.kernel_ = kernel

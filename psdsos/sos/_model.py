@@ -15,6 +15,8 @@ __all__ = ["PSDModel", "project_psd"]
 
 _FEATURE_CLASSES = {"ExactFeatures": ExactFeatures, "NystromFeatures": NystromFeatures}
 FORMAT_VERSION = 1
+#: Relative size of the asymmetry / negative eigenvalues of B treated as round-off.
+_ROUNDOFF = 1e-8
 
 
 def project_psd(B):
@@ -39,18 +41,31 @@ class PSDModel:
     features : ExactFeatures or NystromFeatures
         A fitted feature map (phi).
     B : ndarray (r d, r d)
-        Symmetric PSD matrix.  Tiny negative eigenvalues from a solver (round-off) are
-        clipped once here so that every output is PSD by construction.
+        Symmetric PSD matrix.  Round-off-level asymmetry and negative eigenvalues from a
+        solver (below 1e-8 times the largest entry, times the size for eigenvalues) are
+        removed once here so that every output is PSD by construction; anything larger
+        raises ValueError.
     d : int
     """
 
     def __init__(self, features, B, d):
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+            raise ValueError(f"d must be a positive integer, got {d!r}")
         r = features.n_components
         B = np.asarray(B, dtype=np.float64)
         if B.shape != (r * d, r * d):
             raise ValueError(f"B must have shape ({r * d}, {r * d}), got {B.shape}")
         if not np.all(np.isfinite(B)):
             raise ValueError("B contains NaN or infinite values")
+        scale = max(float(np.abs(B).max()), np.finfo(float).tiny)
+        if float(np.abs(B - B.T).max()) > _ROUNDOFF * scale:
+            raise ValueError("B must be symmetric (up to round-off)")
+        w_min = float(np.linalg.eigvalsh(0.5 * (B + B.T))[0])
+        if w_min < -_ROUNDOFF * scale * B.shape[0]:
+            raise ValueError(
+                f"B must be positive semi-definite: smallest eigenvalue {w_min:.3g} "
+                f"(only round-off-level negative eigenvalues are clipped)"
+            )
         self.features = features
         self.d = int(d)
         self.B = project_psd(B)
