@@ -7,8 +7,8 @@ Subpackages (lower never imports higher): kernels -> features -> sos -> solvers 
 estimators -> structured; geometry, datasets, model_selection, plotting and cli around them.
 """
 
-from psdsos.estimators import PSDRegressor, load
+from psdsos.estimators import ConvexRegressor, PSDRegressor, load
 
 __version__ = "0.1.0"
 
-__all__ = ["PSDRegressor", "load", "__version__"]
+__all__ = ["PSDRegressor", "ConvexRegressor", "load", "__version__"]

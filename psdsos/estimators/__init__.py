@@ -1,6 +1,7 @@
 """scikit-learn estimators built from the kernel SoS layers."""
 
 from psdsos.estimators._base import load
+from psdsos.estimators._convex import ConvexRegressor
 from psdsos.estimators._psd import PSDRegressor
 
-__all__ = ["PSDRegressor", "load"]
+__all__ = ["PSDRegressor", "ConvexRegressor", "load"]

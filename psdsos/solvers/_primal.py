@@ -93,6 +93,7 @@ class PrimalResult:
     solver: str
     n_iter: int
     time: float
+    extras: dict
 
 
 def solve_primal(problem, *, solver="CLARABEL", tol=1e-8, max_iter=None, verbose=False):
@@ -101,14 +102,15 @@ def solve_primal(problem, *, solver="CLARABEL", tol=1e-8, max_iter=None, verbose
     Parameters
     ----------
     problem : object with ``cvxpy_problem() -> (cp.Problem, B variable, params)`` and
-        ``objective(B)``.
+        ``evaluate_primal(B, params) -> (objective, extras)``.
     solver, tol, max_iter, verbose : see :func:`solve_cvxpy`.
 
     Returns
     -------
     PrimalResult
-        ``B`` symmetrized; ``objective`` re-evaluated in numpy at that B (not the solver's
-        own value), so it compares directly with the dual solver's.
+        ``B`` symmetrized; ``objective`` re-evaluated in numpy at the solution (not the
+        solver's own value), so it compares directly with the dual solver's; ``extras``
+        holds the problem's other primal variables.
     """
     if not hasattr(problem, "cvxpy_problem"):
         raise TypeError(f"{type(problem).__name__} provides no cvxpy_problem()")
@@ -119,7 +121,9 @@ def solve_primal(problem, *, solver="CLARABEL", tol=1e-8, max_iter=None, verbose
     B = 0.5 * (B + B.T)
     stats = prob.solver_stats
     n_iter = int(stats.num_iters) if stats is not None and stats.num_iters is not None else -1
+    _, _, params = problem.cvxpy_problem()
+    objective, extras = problem.evaluate_primal(B, params)
     return PrimalResult(
-        B=B, objective=problem.objective(B), status=prob.status, solver=solver.upper(),
-        n_iter=n_iter, time=time.perf_counter() - t0,
+        B=B, objective=objective, status=prob.status, solver=solver.upper(),
+        n_iter=n_iter, time=time.perf_counter() - t0, extras=extras,
     )

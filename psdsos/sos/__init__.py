@@ -2,12 +2,13 @@
 
 from psdsos.sos._maps import sos_adjoint, sos_evaluate, sos_operator_norm_sq
 from psdsos.sos._model import PSDModel, load_npz, project_psd, save_npz
-from psdsos.sos._objectives import PSDLeastSquares
+from psdsos.sos._objectives import ConvexRegressionProblem, PSDLeastSquares
 from psdsos.sos._primitive import SoSBlock, sos_constraints
 
 __all__ = [
     "PSDModel",
     "PSDLeastSquares",
+    "ConvexRegressionProblem",
     "SoSBlock",
     "sos_constraints",
     "sos_evaluate",

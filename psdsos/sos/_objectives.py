@@ -17,7 +17,7 @@ import numpy as np
 from psdsos.sos._maps import sos_evaluate
 from psdsos.sos._primitive import SoSBlock
 
-__all__ = ["PSDLeastSquares"]
+__all__ = ["PSDLeastSquares", "ConvexRegressionProblem"]
 
 
 class PSDLeastSquares:
@@ -85,6 +85,10 @@ class PSDLeastSquares:
         fit = 0.5 / self.n * float(np.sum((FB - self.M) ** 2))
         return fit + self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.sum(B * B))
 
+    def evaluate_primal(self, B, params):
+        """Objective (numpy) and extra primal variables after a CVXPY solve."""
+        return self.objective(B), {}
+
     def cvxpy_problem(self):
         """The primal SDP, built once (Parameters: lam1, lam2, and the targets M).
 
@@ -109,6 +113,217 @@ class PSDLeastSquares:
         prob, B, params = self._cvx
         iu, ju = np.triu_indices(self.d)
         params["M"].value = self.M[:, iu, ju]
+        params["lam1"].value = self.lam1
+        params["lam2"].value = self.lam2
+        return prob, B, params
+
+
+class ConvexRegressionProblem:
+    r"""Convex regression with SoS Hessian constraints, approximate representation (eq. 28).
+
+    .. math::
+
+        \min_{\alpha, \beta, \mathbf B \succeq 0}\ \frac1n\|y - E\beta - \mathbf K\alpha\|^2
+          + \rho\,\alpha^T\mathbf K\alpha + \lambda_1\operatorname{Tr}\mathbf B
+          + \frac{\lambda_2}{2}\|\mathbf B\|_F^2
+        \quad\text{s.t.}\quad H_j(\alpha) = \sum_i \alpha_i \nabla^2_z k(z_j, x_i)
+          = \Psi_j^T\mathbf B\Psi_j,\ j\in[m],
+
+    with f = E-part + sum_i alpha_i k(., x_i), E = [1, X] the unpenalized affine design
+    (``fit_intercept``; absent: E is empty and this is exactly eq. 28).
+
+    **Dual** (Proposition 9, generalized to the affine part).  Minimizing over beta
+    replaces the loss by (1/n)||P(y - K alpha)||^2 with P the projection onto range(E)^perp.
+    With K = R^T R (jittered Cholesky), W = R P R^T / n + rho I (Cholesky once) and
+    G_H = R^{-T} H^T (n x m d^2), the minimization over alpha is explicit and
+
+    .. math::
+
+        D(\Gamma) = c(\Gamma)^T W^{-1} c(\Gamma) - \frac1n\|Py\|^2
+          + \frac{1}{2\lambda_2}\|[\mathcal A^*\Gamma + \lambda_1 I]_-\|_F^2,
+        \qquad c(\Gamma) = \frac1n R P y + \frac12 G_H \operatorname{vec}\Gamma,
+
+    which is eq. (29) after the change of variables c = R^{-T} Z.  The primal point is
+    :math:`\alpha(\Gamma) = R^{-1} W^{-1} c(\Gamma)` and
+    :math:`\nabla q(\Gamma) = H(\alpha(\Gamma))`, the Hessians of f at the constraint points.
+    q is convex quadratic with Lipschitz constant :math:`\lambda_{\max}(G_H^T W^{-1} G_H)/2`
+    but not strongly convex when m d^2 > n (its Hessian is singular): accelerated gradient
+    then converges at the O(1/k^2) rate in objective, locally linear once the active
+    eigenspace of the negative part settles; the restart keeps the iterates monotone in
+    practice.  (alpha(Gamma), B(Gamma)) satisfies H(alpha) = A(B) only at the optimum
+    (``coupled = True``): the solver also requires the relative residual to be <= tol.
+
+    Parameters
+    ----------
+    K : ndarray (n, n)
+        Kernel matrix of the expansion (training) points.
+    Hk : ndarray (m, n, p, p)
+        Kernel Hessians in the first argument at the constraint points, Hk[j, i] =
+        Hess_z k(z_j, x_i).
+    Phi : ndarray (m, r)
+        SoS features of the constraint points.
+    y : ndarray (n,)
+    E : ndarray (n, e) or None
+        Unpenalized design (e.g. [1, X]).
+    rho, lam1, lam2 : float
+    """
+
+    coupled = True
+
+    def __init__(self, K, Hk, Phi, y, E, rho, lam1, lam2, *, jitter="auto"):
+        import scipy.linalg as sla
+
+        from psdsos.features import cholesky_with_jitter
+
+        self.y = np.asarray(y, dtype=np.float64)
+        n = self.y.shape[0]
+        self.n = n
+        self.Hk = np.asarray(Hk, dtype=np.float64)
+        self.m, _, self.d, _ = self.Hk.shape
+        self.Phi = np.asarray(Phi, dtype=np.float64)
+        self.K = np.asarray(K, dtype=np.float64)
+        self.E = None if E is None or np.size(E) == 0 else np.asarray(E, dtype=np.float64)
+        self.rho, self.lam1, self.lam2 = float(rho), float(lam1), float(lam2)
+        self.R, self.jitter_ = cholesky_with_jitter(self.K, jitter=jitter)
+        if self.E is not None:
+            self.Qe = np.linalg.qr(self.E)[0]
+        else:
+            self.Qe = np.zeros((n, 0))
+        self._cvx = None
+        self._dual_ready = False
+        self._last = (None, None)
+        self._sla = sla
+
+    # ---- helpers ------------------------------------------------------------------------
+    def _perp(self, v):
+        """P v: remove the component in range(E)."""
+        return v - self.Qe @ (self.Qe.T @ v)
+
+    def _prepare_dual(self):
+        if self._dual_ready:
+            return
+        if not self.rho > 0:
+            raise ValueError(
+                "rho must be > 0 for the dual solver of convex regression (the minimization "
+                "over alpha needs rho K positive definite); use solver='primal' for rho = 0"
+            )
+        sla, n, R = self._sla, self.n, self.R
+        RQ = R @ self.Qe
+        W = (R @ R.T - RQ @ RQ.T) / n + self.rho * np.eye(n)
+        self.W_chol = sla.cho_factor(0.5 * (W + W.T), lower=True)
+        Ht = self.Hk.transpose(1, 0, 2, 3).reshape(n, -1)  # (n, m d^2): H^T
+        self.GH = sla.solve_triangular(R, Ht, trans="T", lower=False)
+        Py = self._perp(self.y)
+        self.c0 = R @ Py / n
+        self.yP2 = float(Py @ Py) / n
+        self._dual_ready = True
+
+    def _v(self, G):
+        """v = W^{-1} c(G), cached for the last G (the solver asks twice per iterate)."""
+        if self._last[0] is G:
+            return self._last[1]
+        c = self.c0 + 0.5 * (self.GH @ G.reshape(-1))
+        v = self._sla.cho_solve(self.W_chol, c)
+        self._last = (G, (c, v))
+        return c, v
+
+    # ---- dual pieces -------------------------------------------------------------------------
+    def smooth(self, G):
+        self._prepare_dual()
+        c, v = self._v(G)
+        grad = (self.GH.T @ v).reshape(self.m, self.d, self.d)
+        return float(c @ v) - self.yP2, 0.5 * (grad + grad.transpose(0, 2, 1))
+
+    def smooth_value(self, G):
+        self._prepare_dual()
+        c = self.c0 + 0.5 * (self.GH @ G.reshape(-1))
+        return float(c @ self._sla.cho_solve(self.W_chol, c)) - self.yP2
+
+    def smooth_lipschitz(self):
+        self._prepare_dual()
+        Lw = np.tril(self.W_chol[0])
+        Mh = self._sla.solve_triangular(Lw, self.GH, lower=True)  # W^{-1/2}-like factor
+        if Mh.shape[0] <= Mh.shape[1]:
+            lmax = float(np.linalg.eigvalsh(Mh @ Mh.T)[-1])
+        else:
+            lmax = float(np.linalg.eigvalsh(Mh.T @ Mh)[-1])
+        return 0.5 * lmax * (1 + 1e-10)
+
+    def strong_convexity(self):
+        return 0.0
+
+    def recover(self, G):
+        """Primal (alpha, beta) from a dual point G."""
+        self._prepare_dual()
+        _, v = self._v(G)
+        alpha = self._sla.solve_triangular(self.R, v, lower=False)
+        beta = self._affine(alpha)
+        return alpha, beta
+
+    def _affine(self, alpha):
+        if self.E is None:
+            return np.zeros(0)
+        r = self.y - self.K @ alpha
+        return np.linalg.lstsq(self.E, r, rcond=None)[0]
+
+    def primal_objective(self, G, B, FB):
+        self._prepare_dual()
+        _, v = self._v(G)
+        Ka = self.R.T @ v  # K alpha = R^T R alpha = R^T v
+        r = self._perp(self.y - Ka)
+        reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.sum(B * B))
+        return float(r @ r) / self.n + self.rho * float(v @ v) + reg
+
+    # ---- primal --------------------------------------------------------------------------
+    def hessians(self, alpha):
+        """H_j(alpha), shape (m, d, d)."""
+        return np.einsum("jipq,i->jpq", self.Hk, alpha)
+
+    def objective(self, alpha, beta, B):
+        """The primal objective (constraints not checked; see constraint_residual)."""
+        f = self.K @ alpha + (self.E @ beta if self.E is not None else 0.0)
+        Ra = self.R @ alpha
+        reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.sum(B * B))
+        return float(np.sum((self.y - f) ** 2)) / self.n + self.rho * float(Ra @ Ra) + reg
+
+    def evaluate_primal(self, B, params):
+        """Objective (numpy) and (alpha, beta) after a CVXPY solve."""
+        alpha = np.asarray(params["alpha"].value, dtype=np.float64)
+        beta = (np.zeros(0) if params["beta"] is None
+                else np.asarray(params["beta"].value, dtype=np.float64))
+        return self.objective(alpha, beta, B), {"alpha": alpha, "beta": beta}
+
+    def constraint_residual(self, alpha, B):
+        """Relative violation ||H(alpha) - A(B)|| / max(||H(alpha)||, ||A(B)||)."""
+        H = self.hessians(alpha)
+        F = sos_evaluate(self.Phi, B, self.d)
+        den = max(float(np.linalg.norm(H)), float(np.linalg.norm(F)), 1e-300)
+        return float(np.linalg.norm(H - F)) / den
+
+    def cvxpy_problem(self):
+        """Primal QP + SDP through the SoS primitive (Parameters: rho, lam1, lam2)."""
+        if self._cvx is None:
+            n, d, m = self.n, self.d, self.m
+            iu, ju = np.triu_indices(d)
+            block = SoSBlock(self.Phi, d)
+            alpha = cp.Variable(n, name="alpha")
+            Hp = self.Hk[:, :, iu, ju].transpose(0, 2, 1).reshape(m * len(iu), n)
+            rho = cp.Parameter(nonneg=True, name="rho")
+            lam1 = cp.Parameter(nonneg=True, name="lam1")
+            lam2 = cp.Parameter(nonneg=True, name="lam2")
+            fit = self.K @ alpha
+            beta = None
+            if self.E is not None:
+                beta = cp.Variable(self.E.shape[1], name="beta")
+                fit = fit + self.E @ beta
+            obj = (cp.sum_squares(self.y - fit) / n + rho * cp.sum_squares(self.R @ alpha)
+                   + block.regularizer(lam1, lam2))
+            cons = block.constraints_packed(cp.reshape(Hp @ alpha, (m, len(iu)), order="C"))
+            prob = cp.Problem(cp.Minimize(obj), cons)
+            self._cvx = (prob, block.B, {"rho": rho, "lam1": lam1, "lam2": lam2,
+                                          "alpha": alpha, "beta": beta})
+        prob, B, params = self._cvx
+        params["rho"].value = self.rho
         params["lam1"].value = self.lam1
         params["lam2"].value = self.lam2
         return prob, B, params

@@ -177,6 +177,19 @@ class SoSBlock:
         lhs = cp.vstack(rows)  # (m, t)
         return [lhs == self.packed] + extra
 
+    def constraints_packed(self, Gp):
+        """Equality constraints from packed upper triangles.
+
+        Parameters
+        ----------
+        Gp : affine cvxpy expression of shape (m, d (d + 1) / 2)
+            Row j holds the entries (p, q), p <= q (row-major), of a symmetric G_j.
+        """
+        t = self.d * (self.d + 1) // 2
+        if tuple(Gp.shape) != (self.m, t):
+            raise ValueError(f"packed G must have shape ({self.m}, {t}), got {Gp.shape}")
+        return [Gp == self.packed]
+
     def regularizer(self, lam1, lam2):
         """lam1 Tr B + lam2 / 2 ||B||_F^2 (eq. 6); lam1, lam2 numbers or cp.Parameters."""
         return lam1 * cp.trace(self.B) + (lam2 / 2) * cp.sum_squares(self.B)

@@ -1,0 +1,322 @@
+r"""Convex (or concave) regression with subsampled SoS Hessian constraints (PSD paper, sec. 5-6)."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from scipy.stats import qmc
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from psdsos._validation import check_array_2d, check_random_state
+from psdsos.estimators._base import (
+    KERNEL_OPTIONS,
+    Bool,
+    Interval,
+    Options,
+    RandomState,
+    Verbose,
+    register_loadable,
+    save_estimator,
+    validate_params,
+)
+from psdsos.features import ExactFeatures, NystromFeatures
+from psdsos.kernels import Kernel, get_kernel
+from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_primal
+from psdsos.sos import ConvexRegressionProblem, project_psd
+
+__all__ = ["ConvexRegressor"]
+
+
+class _ConstraintPoints:
+    def check(self, name, value, owner):
+        if value is None:
+            return
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1:
+            return
+        if isinstance(value, str) and value == "train":
+            return
+        if hasattr(value, "__array__") or isinstance(value, (list, tuple)):
+            return
+        raise ValueError(
+            f"{name} of {owner} must be None or 'train' (the training points), a positive int "
+            f"(Sobol points in the data's bounding box) or an array (m, n_features), got {value!r}"
+        )
+
+
+def sobol_points(lo, hi, n_points, random_state):
+    """Scrambled Sobol points in the box [lo, hi] (seeded)."""
+    rng = check_random_state(random_state)
+    sampler = qmc.Sobol(d=len(lo), scramble=True, seed=rng)
+    m = int(n_points)
+    U = sampler.random_base2(int(np.ceil(np.log2(max(m, 2)))))[:m]
+    return qmc.scale(U, lo, hi) if np.all(hi > lo) else lo + U * (hi - lo)
+
+
+@register_loadable
+class ConvexRegressor(RegressorMixin, BaseEstimator):
+    r"""Smooth convex regression with a kernel SoS Hessian constraint (eq. 28).
+
+    .. math::
+
+        \min_{\alpha, c, w, \mathbf B\succeq 0}\ \frac1n\sum_i (y_i - f(x_i))^2
+          + \rho\,\alpha^T\mathbf K\alpha + \lambda_1\operatorname{Tr}\mathbf B
+          + \frac{\lambda_2}{2}\|\mathbf B\|_F^2
+        \quad\text{s.t.}\quad \nabla^2 f(z_j) = \Psi_j^T\mathbf B\Psi_j,\ j\in[m],
+
+    with :math:`f(x) = c + w^T x + \sum_i \alpha_i k(x, x_i)` (the affine part is
+    unpenalized and leaves the Hessian unchanged; ``fit_intercept=False`` removes it and the
+    objective is exactly eq. 28).  The Hessian is PSD at the constraint points z_j by
+    construction; between them, Corollary 7 bounds the convexity deficit, estimated by
+    :meth:`convexity_deficit`.
+
+    Parameters
+    ----------
+    kernel : {"gaussian", "matern32", "matern52"} or Kernel, default="gaussian"
+        Must be twice differentiable (the exponential kernel is refused).
+    sigma : float, default=1.0
+    rho : float, default=1e-4
+        Ridge weight on ||f||_H^2 = alpha^T K alpha (> 0 for the dual solver).
+    lam1, lam2 : float, default=0.0, 1e-3
+    solver : {"dual", "primal"}, default="dual"
+    primal_solver : {"SCS", "CLARABEL"}, default="SCS"
+    representation : {"approx"}, default="approx"
+        Hessians from the kernel's second derivatives (eq. 23).
+    constraint_points : None, "train", int or array of shape (m, n_features)
+        Where the Hessian constraint is imposed: the training points (default), that many
+        scrambled Sobol points in the data's bounding box (seeded), or given points.
+    n_landmarks : int or None
+        Nystrom rank of the SoS features Psi (the paper uses 25 when n > 25).
+    fit_intercept : bool, default=True
+    concave : bool, default=False
+        Fit a concave function (the negation of the convex fit to -y).
+    tol, max_iter, warm_start, random_state, verbose
+        As in :class:`PSDRegressor`; the dual stops when both the relative duality gap and
+        the relative Hessian-constraint residual are <= tol.
+
+    Attributes
+    ----------
+    alpha_ : ndarray (n,)
+    intercept_ : float
+    coef_ : ndarray (n_features,)
+    X_fit_ : ndarray (n, n_features)
+    B_ : ndarray (r d, r d)
+    constraint_points_ : ndarray (m, n_features)
+    objective_, n_iter_, dual_gap_, constraint_residual_ : float / int
+    """
+
+    _parameter_constraints = {
+        "kernel": KERNEL_OPTIONS,
+        "sigma": Interval(numbers.Real, 0.0, None, closed="neither"),
+        "rho": Interval(numbers.Real, 0.0, None),
+        "lam1": Interval(numbers.Real, 0.0, None),
+        "lam2": Interval(numbers.Real, 0.0, None),
+        "solver": Options(["dual", "primal"]),
+        "primal_solver": Options(PRIMAL_SOLVERS),
+        "representation": Options(["approx"]),
+        "constraint_points": _ConstraintPoints(),
+        "n_landmarks": Interval(numbers.Integral, 1, None, allow_none=True),
+        "fit_intercept": Bool(),
+        "concave": Bool(),
+        "tol": Interval(numbers.Real, 0.0, None, closed="neither"),
+        "max_iter": Interval(numbers.Integral, 1, None),
+        "warm_start": Bool(),
+        "random_state": RandomState(),
+        "verbose": Verbose(),
+    }
+
+    def __init__(self, kernel="gaussian", sigma=1.0, *, rho=1e-4, lam1=0.0, lam2=1e-3,
+                 solver="dual", primal_solver="SCS", representation="approx",
+                 constraint_points=None, n_landmarks=None, fit_intercept=True, concave=False,
+                 tol=1e-6, max_iter=20000, warm_start=False, random_state=None, verbose=False):
+        self.kernel = kernel
+        self.sigma = sigma
+        self.rho = rho
+        self.lam1 = lam1
+        self.lam2 = lam2
+        self.solver = solver
+        self.primal_solver = primal_solver
+        self.representation = representation
+        self.constraint_points = constraint_points
+        self.n_landmarks = n_landmarks
+        self.fit_intercept = fit_intercept
+        self.concave = concave
+        self.tol = tol
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _sign(self):
+        return -1.0 if self.concave else 1.0
+
+    def _constraint_points(self, X):
+        cp_ = self.constraint_points
+        if cp_ is None or (isinstance(cp_, str) and cp_ == "train"):
+            return X
+        if isinstance(cp_, numbers.Integral):
+            return sobol_points(X.min(axis=0), X.max(axis=0), cp_, self.random_state)
+        Z = check_array_2d(cp_, "constraint_points")
+        if Z.shape[1] != X.shape[1]:
+            raise ValueError(
+                f"constraint_points must have {X.shape[1]} columns (n_features), got {Z.shape[1]}"
+            )
+        return Z
+
+    def fit(self, X, y):
+        """Fit f to (X, y) under the sampled Hessian constraint.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), n_samples >= 2
+        y : array-like of shape (n_samples,)
+        """
+        validate_params(self)
+        X, y = validate_data(self, X, y, reset=True, dtype=np.float64, ensure_min_samples=2,
+                             y_numeric=True)
+        kernel = self.kernel if isinstance(self.kernel, Kernel) else get_kernel(
+            self.kernel.lower(), self.sigma)
+        if kernel.differentiability < 2:
+            raise ValueError(
+                f"kernel {kernel.name!r} is not twice differentiable; convex regression needs "
+                "Hessians: use 'gaussian', 'matern32' or 'matern52'"
+            )
+        if self.solver == "dual" and self.lam2 == 0:
+            raise ValueError("lam2 = 0 is not supported by solver='dual'; use solver='primal'")
+        if self.solver == "dual" and self.rho == 0:
+            raise ValueError("rho = 0 is not supported by solver='dual'; use solver='primal'")
+        n, p = X.shape
+        Z = self._constraint_points(X)
+        if self.n_landmarks is None:
+            features = ExactFeatures(kernel).fit(Z)
+        else:
+            if self.n_landmarks > Z.shape[0]:
+                raise ValueError(
+                    f"n_landmarks must be <= the number of constraint points {Z.shape[0]}, "
+                    f"got {self.n_landmarks}"
+                )
+            features = NystromFeatures(kernel, n_landmarks=self.n_landmarks,
+                                       random_state=self.random_state).fit(Z)
+        Phi = features.transform(Z)
+        K = kernel(X, X)
+        Hk = kernel.hessian(Z, X)
+        E = np.hstack([np.ones((n, 1)), X]) if self.fit_intercept else None
+        s = self._sign()
+        problem = ConvexRegressionProblem(K, Hk, Phi, s * y, E, self.rho, self.lam1, self.lam2)
+        if self.solver == "dual":
+            init = None
+            if (self.warm_start and getattr(self, "dual_coef_", None) is not None
+                    and self.dual_coef_.shape == (Z.shape[0], p, p)):
+                init = self.dual_coef_
+            res = solve_dual(problem, tol=self.tol, max_iter=self.max_iter, init=init,
+                             verbose=self.verbose)
+            alpha, beta = problem.recover(res.G)
+            B = res.B
+            self.dual_coef_ = res.G
+            self.dual_gap_ = float(res.dual_gap)
+            self.n_iter_ = int(res.n_iter)
+        else:
+            res = solve_primal(problem, solver=self.primal_solver.upper(), tol=self.tol,
+                               verbose=bool(self.verbose))
+            alpha, beta = res.extras["alpha"], res.extras["beta"]
+            B = project_psd(res.B)
+            self.dual_coef_ = None
+            self.dual_gap_ = float("nan")
+            self.n_iter_ = int(res.n_iter)
+        self.kernel_ = kernel
+        self.features_ = features
+        self.X_fit_ = X
+        self.constraint_points_ = Z
+        self.alpha_ = alpha
+        self.B_ = B
+        if self.fit_intercept:
+            self.intercept_ = float(beta[0])
+            self.coef_ = np.asarray(beta[1:], dtype=np.float64)
+        else:
+            self.intercept_ = 0.0
+            self.coef_ = np.zeros(p)
+        self.objective_ = float(problem.objective(alpha, beta, B))
+        self.constraint_residual_ = float(problem.constraint_residual(alpha, B))
+        return self
+
+    # ---- the fitted function ----------------------------------------------------------------
+    def _check_X(self, X):
+        check_is_fitted(self, "alpha_")
+        return validate_data(self, X, reset=False, dtype=np.float64)
+
+    def predict(self, X):
+        """f(x) = c + w^T x + sum_i alpha_i k(x, x_i) (negated when concave)."""
+        X = self._check_X(X)
+        f = self.intercept_ + X @ self.coef_ + self.kernel_(X, self.X_fit_) @ self.alpha_
+        return self._sign() * f
+
+    def gradient(self, X):
+        """Gradient of f, shape (m, n_features)."""
+        X = self._check_X(X)
+        g = self.coef_ + np.einsum("mip,i->mp", self.kernel_.gradient(X, self.X_fit_),
+                                   self.alpha_)
+        return self._sign() * g
+
+    def hessian(self, X):
+        """Hessian of f, shape (m, n_features, n_features)."""
+        X = self._check_X(X)
+        H = np.einsum("mipq,i->mpq", self.kernel_.hessian(X, self.X_fit_), self.alpha_)
+        return self._sign() * 0.5 * (H + H.transpose(0, 2, 1))
+
+    def convexity_deficit(self, X=None, *, n_points=4096, random_state=0):
+        r"""Estimate :math:`\eta = \max(0, -\min_x \lambda_{\min}(\nabla^2 f(x)))` (Corollary 7).
+
+        Over the rows of ``X`` or, by default, ``n_points`` scrambled Sobol points in the
+        bounding box of the training data (seeded).  For ``concave=True`` the deficit of
+        concavity (of -f) is returned.  f + eta/2 ||x||^2 is then convex on those points
+        (:meth:`predict_convexified`).
+        """
+        check_is_fitted(self, "alpha_")
+        if X is None:
+            X = sobol_points(self.X_fit_.min(axis=0), self.X_fit_.max(axis=0), n_points,
+                             random_state)
+        H = self._sign() * self.hessian(X)
+        lmin = float(np.linalg.eigvalsh(H)[:, 0].min())
+        return max(0.0, -lmin)
+
+    def predict_convexified(self, X, eta=None):
+        """f(x) + eta/2 ||x||^2 (f - eta/2 ||x||^2 when concave); eta from convexity_deficit."""
+        if eta is None:
+            eta = self.convexity_deficit()
+        X = self._check_X(X)
+        return self.predict(X) + self._sign() * 0.5 * eta * np.sum(X * X, axis=1)
+
+    # ---- persistence ------------------------------------------------------------------------
+    def save(self, path):
+        """Save to ``path`` (.npz + JSON metadata; never pickle)."""
+        check_is_fitted(self, "alpha_")
+        arrays = {"alpha": self.alpha_, "coef": self.coef_, "X_fit": self.X_fit_,
+                  "B": self.B_, "constraint_points": self.constraint_points_}
+        cp_ = self.constraint_points
+        extra = {"fitted": {"intercept_": self.intercept_, "objective_": self.objective_,
+                            "n_iter_": self.n_iter_, "dual_gap_": self.dual_gap_,
+                            "constraint_residual_": self.constraint_residual_,
+                            "kernel": self.kernel_.name, "sigma": float(self.kernel_.sigma)}}
+        est = self
+        if cp_ is not None and not isinstance(cp_, (numbers.Integral, str)):
+            est = self.__class__(**{**self.get_params(deep=False), "constraint_points": None})
+        save_estimator(est, path, arrays, extra)
+
+    @classmethod
+    def _from_saved(cls, arrays, meta):
+        est = cls(**meta["params"])
+        f = meta["fitted"]
+        est.kernel_ = get_kernel(f["kernel"], f["sigma"])
+        est.alpha_ = arrays["alpha"]
+        est.coef_ = arrays["coef"]
+        est.X_fit_ = arrays["X_fit"]
+        est.B_ = arrays["B"]
+        est.constraint_points_ = arrays["constraint_points"]
+        est.intercept_ = f["intercept_"]
+        est.objective_ = f["objective_"]
+        est.n_iter_ = f["n_iter_"]
+        est.dual_gap_ = f["dual_gap_"]
+        est.constraint_residual_ = f["constraint_residual_"]
+        est.n_features_in_ = est.X_fit_.shape[1]
+        return est
