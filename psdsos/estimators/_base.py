@@ -24,7 +24,7 @@ class Interval:
             return
         ok_type = isinstance(value, self.kind) and not isinstance(value, bool)
         if ok_type and self.kind is numbers.Real:
-            ok_type = np.isfinite(value) or (value == np.inf and self.right is None)
+            ok_type = bool(np.isfinite(value))
         if ok_type:
             lo_ok = self.left is None or (
                 value >= self.left if self.closed in ("both", "left") else value > self.left)

@@ -221,7 +221,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
                                verbose=bool(self.verbose))
             alpha, beta = res.extras["alpha"], res.extras["beta"]
             B = project_psd(res.B)
-            self.dual_coef_ = None
+            self.__dict__.pop("dual_coef_", None)  # no stale dual variable from a dual fit
             self.dual_gap_ = float("nan")
             self.n_iter_ = int(res.n_iter)
         self.kernel_ = kernel

@@ -63,6 +63,7 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
     tol : float, default=1e-7
         Dual: relative duality gap.  Primal: the CVXPY solver's tolerance.
     max_iter : int, default=10000
+        Dual: gradient evaluations.  Primal: the CVXPY solver's iteration cap.
     warm_start : bool, default=False
         Reuse the previous dual solution (same training-set size) as the starting point.
     random_state : None, int or Generator
@@ -134,6 +135,11 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
 
     # ------------------------------------------------------------------------------------
     def _validate_targets(self, M, n):
+        if M is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None "
+                "(pass the targets M)"
+            )
         M_arr = np.asarray(M) if not hasattr(M, "shape") else M
         if getattr(M_arr, "ndim", None) == 1:
             # scalar targets: the non-negative model with d = 1 (Marteau-Ferey et al., 2020)
@@ -182,7 +188,7 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         problem = PSDLeastSquares(Phi, M, self.lam1, self.lam2)
         if self.solver == "dual":
             init = None
-            if (self.warm_start and hasattr(self, "dual_coef_")
+            if (self.warm_start and getattr(self, "dual_coef_", None) is not None
                     and self.dual_coef_.shape == M.shape):
                 init = self.dual_coef_
             res = solve_dual(problem, tol=self.tol, max_iter=self.max_iter, init=init,
@@ -193,10 +199,11 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
             self.n_iter_ = int(res.n_iter)
         else:
             res = solve_primal(problem, solver=self.primal_solver.upper(), tol=self.tol,
-                               max_iter=None, verbose=bool(self.verbose))
+                               max_iter=self.max_iter, verbose=bool(self.verbose))
             # an SDP solver's B is PSD only to its tolerance: project it onto the cone
             B = project_psd(res.B)
             self.dual_gap_ = float("nan")
+            self.__dict__.pop("dual_coef_", None)  # no stale dual variable from a dual fit
             self.n_iter_ = int(res.n_iter)
         self.kernel_ = kernel
         self.features_ = features
@@ -243,6 +250,13 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         if den == 0:
             return 1.0 if num == 0 else 0.0
         return 1.0 - num / den
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # with 1-D targets the model is a non-negative function: standardized targets,
+        # half negative, cannot be fitted well (sklearn's check_regressors_train)
+        tags.regressor_tags.poor_score = True
+        return tags
 
     # ---- persistence ------------------------------------------------------------------------
     def save(self, path):

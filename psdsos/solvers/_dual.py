@@ -260,7 +260,7 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
             while eta > eta_min:
                 xn = y - eta * grad
                 fxn = problem.smooth_value(xn) + negpart.sq_norm(Sy - eta * AG) / (2 * lam2)
-                if fxn <= Dy - 0.5 * eta * g2 + 1e-13 * max(abs(Dy), 1.0):
+                if fxn <= Dy - 0.5 * eta * g2 + 1e-13 * abs(Dy):
                     step, wait = eta, 1
                     break
                 eta = max(0.5 * eta, eta_min)

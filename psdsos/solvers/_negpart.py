@@ -39,8 +39,14 @@ class NegativePart:
         return "full"
 
     def __call__(self, S):
-        """Return (N, w_neg): N = [S]_- and the negative eigenvalues of S."""
-        strategy = self._strategy()
+        """Return (N, sq): N = [S]_- and ||[S]_-||_F^2."""
+        try:
+            return self._call(S, self._strategy())
+        except np.linalg.LinAlgError:
+            # LAPACK's syevr can fail on a tight cluster; divide and conquer does not
+            return self._call(S, "full")
+
+    def _call(self, S, strategy):
         if strategy == "full":
             w, U = np.linalg.eigh(S)
             neg = w < 0
@@ -66,7 +72,12 @@ class NegativePart:
 
     def sq_norm(self, S):
         """||[S]_-||_F^2 from eigenvalues only (no eigenvectors)."""
-        strategy = self._strategy()
+        try:
+            return self._sq_norm(S, self._strategy())
+        except np.linalg.LinAlgError:
+            return self._sq_norm(S, "full")
+
+    def _sq_norm(self, S, strategy):
         if strategy == "full":
             w = np.linalg.eigvalsh(S)
             return float(np.sum(np.minimum(w, 0.0) ** 2))

@@ -32,7 +32,6 @@ def _solver_options(solver, tol, max_iter):
         "tol_gap_abs": tol,
         "tol_gap_rel": tol,
         "tol_feas": tol,
-        "tol_ktratio": min(1e-6, tol),
         "max_iter": max_iter,
     }
 

@@ -23,7 +23,8 @@ def project_psd(B):
     """Nearest PSD matrix in Frobenius norm (clip negative eigenvalues), symmetrized."""
     B = 0.5 * (B + B.T)
     w, U = np.linalg.eigh(B)
-    return (U * np.maximum(w, 0.0)) @ U.T
+    P = (U * np.maximum(w, 0.0)) @ U.T
+    return 0.5 * (P + P.T)
 
 
 class PSDModel:
@@ -48,7 +49,7 @@ class PSDModel:
     d : int
     """
 
-    def __init__(self, features, B, d):
+    def __init__(self, features, B, d, *, _from_file=False):
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
             raise ValueError(f"d must be a positive integer, got {d!r}")
         r = features.n_components
@@ -68,7 +69,9 @@ class PSDModel:
             )
         self.features = features
         self.d = int(d)
-        self.B = project_psd(B)
+        # a saved B was projected before saving: keep it bit for bit so that a loaded model
+        # predicts exactly what the saved one did
+        self.B = 0.5 * (B + B.T) if _from_file else project_psd(B)
         # factor B = C C^T once: F(x) = (C^T Psi)^T (C^T Psi) is a Gram matrix, PSD in floating point
         w, U = np.linalg.eigh(self.B)
         keep = w > 0
@@ -116,7 +119,7 @@ class PSDModel:
             raise ValueError(f"unknown feature class in model file: {fmeta.get('class')!r}")
         farr = {k[len("features_"):]: v for k, v in arrays.items() if k.startswith("features_")}
         features = fcls.from_arrays(farr, fmeta)
-        return cls(features, arrays["B"], meta["d"])
+        return cls(features, arrays["B"], meta["d"], _from_file=True)
 
     def save(self, path):
         """Save to ``path`` (.npz with a JSON metadata entry); loadable without pickle."""
