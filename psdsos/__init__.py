@@ -7,8 +7,19 @@ Subpackages (lower never imports higher): kernels -> features -> sos -> solvers 
 estimators -> structured; geometry, datasets, model_selection, plotting and cli around them.
 """
 
-from psdsos.estimators import ConvexRegressor, PSDRegressor, load
+from psdsos.estimators import (
+    ConvexRegressor,
+    PiecewiseLinearConvexRegressor,
+    PSDRegressor,
+    load,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["PSDRegressor", "ConvexRegressor", "load", "__version__"]
+__all__ = [
+    "PSDRegressor",
+    "ConvexRegressor",
+    "PiecewiseLinearConvexRegressor",
+    "load",
+    "__version__",
+]

@@ -1,7 +1,8 @@
 """scikit-learn estimators built from the kernel SoS layers."""
 
 from psdsos.estimators._base import load
+from psdsos.estimators._cnls import PiecewiseLinearConvexRegressor
 from psdsos.estimators._convex import ConvexRegressor
 from psdsos.estimators._psd import PSDRegressor
 
-__all__ = ["PSDRegressor", "ConvexRegressor", "load"]
+__all__ = ["PSDRegressor", "ConvexRegressor", "PiecewiseLinearConvexRegressor", "load"]

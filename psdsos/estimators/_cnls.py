@@ -172,9 +172,9 @@ def _max_affine(Xt, theta, Z, X, concave):
 def _solve_dense(X, y, *, solver="CLARABEL", tol=1e-12):
     r"""The dense CNLS program, all n (n - 1) Afriat inequalities at once (reference).
 
-    Written with CVXPY expressions, independently of the cutting-plane code; memory and time
-    grow like n^2 (about 8 GB at n = 1000, d = 2), so only for small n.  The data are used
-    as given (not standardized), hence the tight default ``tol``.
+    Written with CVXPY expressions, independently of the cutting-plane code; n (n - 1)
+    constraints (about a minute of Clarabel at n = 300, d = 2), so only for small n.  The
+    data are used as given (not standardized), hence the tight default ``tol``.
 
     Returns
     -------
@@ -209,9 +209,11 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
           \theta_i + \zeta_i^T (x_j - x_i) \le \theta_j, \qquad i, j \in [n],
 
     where :math:`\theta_i` is the fitted value at :math:`x_i` (n,) and :math:`\zeta_i` a
-    subgradient there (d,): the constraints (the Afriat inequalities, written in the paper as
-    eq. 27) say that the affine piece of :math:`x_i` lies below every :math:`\theta_j`.  The
-    prediction is the max-affine function
+    subgradient there (d,): the constraints (the Afriat inequalities
+    :math:`f(x_j) \ge f(x_i) + \zeta_i^T (x_j - x_i)`) say that the affine piece of
+    :math:`x_i` lies below every :math:`\theta_j`.  The paper's eq. (27) prints
+    :math:`x_i - x_j`, a sign slip for a subgradient at :math:`x_i`.  The prediction is the
+    max-affine function
 
     .. math::
 
@@ -277,7 +279,7 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> from psdsos.estimators._cnls import PiecewiseLinearConvexRegressor
+    >>> from psdsos import PiecewiseLinearConvexRegressor
     >>> X = np.linspace(-1, 1, 9)[:, None]
     >>> m = PiecewiseLinearConvexRegressor().fit(X, X[:, 0] ** 2)
     >>> bool(np.allclose(m.theta_, X[:, 0] ** 2, atol=1e-6))
