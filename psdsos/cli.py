@@ -25,8 +25,9 @@ from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
 
 __all__ = ["main"]
 
-#: Candidates with lam2 at or below this are solved in the primal (Clarabel) during the
-#: search: the dual's accelerated gradient needs O(1/sqrt(lam2)) iterations there.
+#: Candidates with lam1 > 0 and lam2 at or below this are solved in the primal (Clarabel):
+#: there the dual's accelerated gradient needs thousands of iterations (see
+#: psdsos.model_selection.paper_grid_psd).
 PRIMAL_BELOW = 1e-5
 #: Iteration cap of the dual solver for the cross-validation fits (not the refit).
 CV_MAX_ITER = 2000
@@ -88,7 +89,8 @@ def _bures_demo(args, out):
     if args.grid == "paper":
         grid = paper_grid_psd(primal_below=PRIMAL_BELOW)
         grid_text = ("paper (Appendix D.1): lam1 in {0, 1e-8, ..., 1}, lam2 in {1e-8, ..., 1}, "
-                     "sigma in {1, 0.1, 0.01}")
+                     f"sigma in {{1, 0.1, 0.01}}; lam1 > 0 with lam2 <= {PRIMAL_BELOW:g} solved "
+                     "in the primal (Clarabel)")
     else:
         grid = _small_grid()
         grid_text = "small: lam1 in {0, 1e-3}, lam2 in {1e-4, 1e-2}, sigma in {1, 0.1}"

@@ -45,7 +45,7 @@ __all__ = ["SearchResult", "grid_search_cv", "neg_mse_scorer", "paper_grid_psd"]
 PATH_PARAMS = ("lam1", "lam2", "rho", "lam")
 
 
-def paper_grid_psd(*, primal_below=None, primal_solver="CLARABEL"):
+def paper_grid_psd(*, primal_below=None, primal_solver="CLARABEL", primal_tol=1e-9):
     r"""The hyperparameter grid of the PSD paper, Appendix D.1 (Figures 1 and 6).
 
     .. math::
@@ -59,20 +59,27 @@ def paper_grid_psd(*, primal_below=None, primal_solver="CLARABEL"):
     Parameters
     ----------
     primal_below : float or None, default=None
-        If given, split the grid by solver for :class:`psdsos.PSDRegressor`: candidates
-        with :math:`\lambda_2 \le` ``primal_below`` get ``solver="primal"`` (an interior
-        point method, whose cost does not grow as :math:`\lambda_2 \to 0`), the others
-        ``solver="dual"`` (accelerated gradient, fast when :math:`\lambda_2` is not tiny).
-        Same 270 candidates.
+        If given, assign a solver to each candidate of :class:`psdsos.PSDRegressor`: those
+        with :math:`\lambda_1 > 0` and :math:`\lambda_2 \le` ``primal_below`` get
+        ``solver="primal"`` (an interior-point method, whose cost does not grow as
+        :math:`\lambda_2 \to 0`, where the dual's accelerated gradient needs thousands of
+        iterations); all the others ``solver="dual"``.  Candidates with
+        :math:`\lambda_1 = 0` stay in the dual, which converges there, while the
+        interior-point solutions are inaccurate when the optimal value itself is tiny
+        (:math:`\approx \lambda_2`).  Same 270 candidates.
     primal_solver : {"SCS", "CLARABEL"}, default="CLARABEL"
-        Primal solver of the split grid.
+        Primal solver of the primal candidates.
+    primal_tol : float, default=1e-9
+        ``tol`` of the primal candidates (Clarabel's gap and feasibility tolerances; they
+        are partly absolute, and the optimal values of these problems go down to 1e-7).
 
     Returns
     -------
     dict or list of dict
         ``{"lam1": [...], "lam2": [...], "sigma": [...]}`` (fresh lists on every call), or,
-        with ``primal_below``, a list of such dicts with ``solver`` (and ``primal_solver``)
-        entries, a valid ``param_grid`` for :func:`grid_search_cv` and ``GridSearchCV``.
+        with ``primal_below``, a list of such dicts with ``solver`` (and ``primal_solver``,
+        ``tol``) entries, a valid ``param_grid`` for :func:`grid_search_cv` and
+        ``GridSearchCV``.
 
     Examples
     --------
@@ -81,7 +88,7 @@ def paper_grid_psd(*, primal_below=None, primal_solver="CLARABEL"):
     >>> len(g["lam1"]) * len(g["lam2"]) * len(g["sigma"])
     270
     >>> [p["solver"] for p in paper_grid_psd(primal_below=1e-5)]
-    [['dual'], ['primal']]
+    [['dual'], ['primal'], ['dual']]
     """
     grid = {
         "lam1": [10.0 ** (-k) for k in range(9)] + [0.0],
@@ -92,14 +99,17 @@ def paper_grid_psd(*, primal_below=None, primal_solver="CLARABEL"):
         return grid
     if isinstance(primal_below, bool) or not isinstance(primal_below, numbers.Real):
         raise ValueError(f"primal_below must be a real number or None, got {primal_below!r}")
-    dual = [v for v in grid["lam2"] if v > primal_below]
-    primal = [v for v in grid["lam2"] if v <= primal_below]
+    big = [v for v in grid["lam2"] if v > primal_below]
+    tiny = [v for v in grid["lam2"] if v <= primal_below]
+    pos = [v for v in grid["lam1"] if v > 0]
+    zero = [v for v in grid["lam1"] if v == 0]
     parts = []
-    if dual:
-        parts.append({**grid, "lam2": dual, "solver": ["dual"]})
-    if primal:
-        parts.append({**grid, "lam2": primal, "solver": ["primal"],
-                      "primal_solver": [primal_solver]})
+    if big:
+        parts.append({**grid, "lam2": big, "solver": ["dual"]})
+    if tiny:
+        parts.append({**grid, "lam1": pos, "lam2": tiny, "solver": ["primal"],
+                      "primal_solver": [primal_solver], "tol": [primal_tol]})
+        parts.append({**grid, "lam1": zero, "lam2": tiny, "solver": ["dual"]})
     return parts
 
 
@@ -381,7 +391,7 @@ def _fit_path(split_index, estimator, X, M, train, test, cand_indices, candidate
                 t1 = time.perf_counter()
                 score = float(scorer(est, Xte, Mte))
                 score_time = time.perf_counter() - t1
-            except Exception as exc:  # noqa: BLE001 - recorded as error_score, like sklearn
+            except Exception as exc:  # recorded as error_score, like scikit-learn
                 if error_score == "raise":
                     raise
                 records.append((ci, error_score, time.perf_counter() - t0, 0.0, np.nan,

@@ -138,7 +138,7 @@ class DualResult:
 
 def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
                verbose=False, history=False):
-    r"""Minimize :math:`q(\Gamma) + \frac{1}{2\lambda_2}\|[\mathcal A^*\Gamma + \lambda_1 I]_-\|_F^2`.
+    r"""Minimize the negative-part dual :math:`D(\Gamma)` defined in the module docstring.
 
     Parameters
     ----------

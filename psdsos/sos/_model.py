@@ -72,7 +72,8 @@ class PSDModel:
         # a saved B was projected before saving: keep it bit for bit so that a loaded model
         # predicts exactly what the saved one did
         self.B = 0.5 * (B + B.T) if _from_file else project_psd(B)
-        # factor B = C C^T once: F(x) = (C^T Psi)^T (C^T Psi) is a Gram matrix, PSD in floating point
+        # factor B = C C^T once: F(x) = (C^T Psi)^T (C^T Psi) is a Gram matrix, PSD in
+        # floating point
         w, U = np.linalg.eigh(self.B)
         keep = w > 0
         self._C = U[:, keep] * np.sqrt(w[keep])

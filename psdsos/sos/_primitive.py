@@ -35,7 +35,9 @@ def _as_psi(Phi, d):
         return Phi, d, Phi.shape[1] * d, True
     if Phi.ndim == 3:
         if d is not None and int(d) != Phi.shape[2]:
-            raise ValueError(f"d={d} does not match Psi of shape {Phi.shape} (expected d = {Phi.shape[2]})")
+            raise ValueError(
+                f"d={d} does not match Psi of shape {Phi.shape} (expected d = {Phi.shape[2]})"
+            )
         return Phi, Phi.shape[2], Phi.shape[1], False
     raise ValueError(
         f"Psi must have shape (m, r) (scalar features, Psi_j = phi_j kron I_d) or (m, N, d), "
@@ -44,7 +46,7 @@ def _as_psi(Phi, d):
 
 
 def _packed_map(Phi, d, kron_layout):
-    """Sparse matrix mapping vec(B) (column-major) to the stacked upper triangles of Psi_j^T B Psi_j.
+    """Sparse matrix from vec(B) (column-major) to the stacked upper triangles of Psi_j^T B Psi_j.
 
     Row j * t + k holds entry (p_k, q_k), p_k <= q_k, of the j-th matrix, t = d (d + 1) / 2.
     """
