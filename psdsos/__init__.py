@@ -1,5 +1,7 @@
 """psdsos: kernel sums-of-squares models.
 
+(``psdsos.estimators.ConvexRegressor`` is a work in progress, not yet exported here.)
+
 PSD-valued functions F_B(x) = Psi(x)^T B Psi(x) with B PSD (Muzellec, Bach, Rudi),
 convex regression with SoS Hessian constraints, and SELF structured prediction.
 
@@ -8,7 +10,6 @@ estimators -> structured; geometry, datasets, model_selection, plotting and cli 
 """
 
 from psdsos.estimators import (
-    ConvexRegressor,
     PiecewiseLinearConvexRegressor,
     PSDRegressor,
     load,
@@ -18,7 +19,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "PSDRegressor",
-    "ConvexRegressor",
     "PiecewiseLinearConvexRegressor",
     "load",
     "__version__",
