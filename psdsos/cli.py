@@ -21,6 +21,7 @@ import time
 import warnings
 
 import numpy as np
+from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
 
 __all__ = ["main"]
@@ -105,7 +106,8 @@ def _bures_demo(args, out):
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.simplefilter("ignore", FitFailedWarning)
         res = grid_search_cv(est, t, M, grid, cv="loo", scoring="neg_mse", n_jobs=args.n_jobs,
-                             verbose=args.verbose, cv_params={"max_iter": CV_MAX_ITER})
+                             verbose=args.verbose, cv_params={"max_iter": CV_MAX_ITER},
+                             refit=False)
     n_cand = len(res.cv_results_["params"])
     note = ""
     if res.n_not_converged:
@@ -117,7 +119,16 @@ def _bures_demo(args, out):
           f"in {res.wall_time:.1f} s{note}", file=out)
 
     best = res.best_params_
-    model = res.best_estimator_  # refit on all the training matrices
+    best_nc = int(res.cv_results_["n_not_converged"][res.best_index_])
+    if best_nc:
+        print(f"psdsos: warning: {best_nc} of the selected candidate's {res.n_splits_} CV fits "
+              "stopped at max_iter; its LOO score may be an artifact of early stopping",
+              file=sys.stderr)
+    with warnings.catch_warnings(record=True) as caught:  # the refit on all the matrices
+        warnings.simplefilter("always")
+        model = clone(est).set_params(**best).fit(t, M)
+    for w in caught:
+        print(f"psdsos: warning (refit): {w.message}", file=sys.stderr)
     print(f"selected: lam1 = {_fmt(best['lam1'])}, lam2 = {_fmt(best['lam2'])}, "
           f"sigma = {_fmt(best['sigma'])} (solver: {best.get('solver', 'dual')})", file=out)
     print(f"LOO score (negated mean squared Frobenius error): {res.best_score_:.6g}", file=out)

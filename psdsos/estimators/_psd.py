@@ -3,9 +3,11 @@ r"""PSD-valued kernel SoS regression (PSD paper, section 3.3, eq. 11)."""
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from psdsos._validation import check_psd_targets
@@ -242,6 +244,11 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "model_")
         P = self.predict(X)
         M = np.asarray(M, dtype=np.float64).reshape(P.shape)
+        if len(P) < 2:
+            warnings.warn("R^2 is not defined for fewer than two samples; returning nan "
+                          "(use a mean-squared-error scorer with leave-one-out)",
+                          UndefinedMetricWarning, stacklevel=2)
+            return float("nan")
         w = np.ones(len(P)) if sample_weight is None else np.asarray(sample_weight, float)
         wb = w.reshape((-1,) + (1,) * (P.ndim - 1))
         num = float(np.sum(wb * (P - M) ** 2))

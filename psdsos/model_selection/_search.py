@@ -509,7 +509,8 @@ def grid_search_cv(estimator, X, M, param_grid, *, cv="loo", scoring=None, n_job
     -----
     ConvergenceWarning
         Once, with the count, when some CV fits stopped at ``max_iter`` (the per-fit
-        warnings are silenced inside the search).
+        warnings are silenced inside the search); once more if the selected candidate is
+        among them (its score may then be an artifact of early stopping).
 
     Notes
     -----
@@ -630,6 +631,16 @@ def grid_search_cv(estimator, X, M, param_grid, *, cv="loo", scoring=None, n_job
     best_index = int(np.argmin(cv_results["rank_test_score"]))
     best_params = dict(candidates[best_index])
     best_score = float(cv_results["mean_test_score"][best_index])
+    best_nc = int(cv_results["n_not_converged"][best_index])
+    if best_nc:
+        warnings.warn(
+            f"the selected candidate {best_params} has {best_nc} of {n_splits} CV fits that "
+            "stopped at max_iter: its score may be an artifact of early stopping (an "
+            "unconverged fit is implicitly regularized); increase max_iter or solve these "
+            "candidates with another solver",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
 
     best_estimator, refit_time = None, 0.0
     if refit:

@@ -10,8 +10,11 @@ Each matrix :math:`\mathbf M_i` is drawn as the set
 
 an ellipse with semi-axes :math:`s\sqrt{r \mu_k}` along the eigenvectors of
 :math:`\mathbf M_i` (eigenvalues :math:`\mu_k`); a rank-one matrix gives a segment, the zero
-matrix a point. For a Gaussian :math:`\mathcal N(0, \mathbf M_i)` these are the level sets of
-the density drawn in the paper's figures (the Mahalanobis ball of radius :math:`\sqrt r`).
+matrix a point. For a Gaussian :math:`\mathcal N(0, \mathbf M_i)` this is a level set of the
+density (the Mahalanobis ball of radius :math:`\sqrt r`), as drawn in the paper's figures.
+The paper thresholds the density at a fixed value instead, which makes the radius depend on
+:math:`\det \mathbf M_i` and is undefined for singular matrices; a fixed Mahalanobis radius
+draws every matrix, degenerate ones included, on the same footing.
 
 matplotlib is an optional dependency (``pip install psdsos[plot]``); it is imported inside
 the functions only.

@@ -28,8 +28,10 @@ def _solver_options(solver, tol, max_iter):
     if solver == "SCS":
         return {"eps_abs": tol, "eps_rel": tol, "max_iters": max_iter}
     # Clarabel: interior point, tolerances on the duality gap and feasibility
+    # the absolute gap test would stop early when the optimal value itself is tiny
+    # (e.g. ~1e-8 for an interpolating fit): let the relative gap decide
     return {
-        "tol_gap_abs": tol,
+        "tol_gap_abs": min(tol, 1e-12),
         "tol_gap_rel": tol,
         "tol_feas": tol,
         "max_iter": max_iter,

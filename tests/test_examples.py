@@ -1,0 +1,35 @@
+"""Every script in examples/ runs and passes its own final checks (examples are tests).
+
+Each example runs in a fresh interpreter with ``PSDSOS_EXAMPLE_FAST=1`` (examples read it to
+shrink their problem: the whole module must stay well under a minute) and the Agg
+matplotlib backend, from a temporary working directory.
+"""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+#: Per-example time limit (seconds) in fast mode.
+TIMEOUT = 120
+
+
+def test_examples_exist():
+    assert EXAMPLES, "examples/ holds no scripts"
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_runs(script, tmp_path):
+    env = {
+        **os.environ,
+        "PSDSOS_EXAMPLE_FAST": "1",
+        "MPLBACKEND": "Agg",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    r = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, f"{script.name} failed:\n{r.stdout}\n{r.stderr}"
