@@ -24,7 +24,14 @@ from psdsos.estimators._base import (
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.kernels import Kernel, get_kernel
 from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_primal
-from psdsos.sos import ConvexRegressionProblem, project_psd
+from psdsos.sos import (
+    ConvexRegressionExactProblem,
+    ConvexRegressionProblem,
+    exact_gradient,
+    exact_hessian,
+    exact_value,
+    project_psd,
+)
 
 __all__ = ["ConvexRegressor"]
 
@@ -81,8 +88,13 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     lam1, lam2 : float, default=0.0, 1e-3
     solver : {"dual", "primal"}, default="dual"
     primal_solver : {"SCS", "CLARABEL"}, default="SCS"
-    representation : {"approx"}, default="approx"
-        Hessians from the kernel's second derivatives (eq. 23).
+    representation : {"approx", "exact"}, default="approx"
+        "approx": f = sum_i alpha_i k(., x_i), Hessians from the kernel's second
+        derivatives (eq. 23, 28).  "exact": f also expands on the second-derivative
+        representers, f = sum_i alpha_i k(., x_i) + sum_j sum_pq gamma_j[p, q]
+        d_pq k(., z_j) (eq. 21, 37, Proposition 17); needs a four times differentiable
+        kernel ("gaussian", "matern52"), fourth-order kernel derivatives and m d (d + 1) / 2
+        extra coefficients (see :class:`psdsos.sos.ConvexRegressionExactProblem`).
     constraint_points : None, "train", int or array of shape (m, n_features)
         Where the Hessian constraint is imposed: the training points (default), that many
         scrambled Sobol points in the data's bounding box (seeded), or given points.
@@ -98,6 +110,9 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     Attributes
     ----------
     alpha_ : ndarray (n,)
+    gamma_ : ndarray (m, n_features, n_features)
+        Only with representation="exact": the symmetric coefficients of the
+        second-derivative representers at ``constraint_points_``.
     intercept_ : float
     coef_ : ndarray (n_features,)
     X_fit_ : ndarray (n, n_features)
@@ -114,7 +129,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         "lam2": Interval(numbers.Real, 0.0, None),
         "solver": Options(["dual", "primal"]),
         "primal_solver": Options(PRIMAL_SOLVERS),
-        "representation": Options(["approx"]),
+        "representation": Options(["approx", "exact"]),
         "constraint_points": _ConstraintPoints(),
         "n_landmarks": Interval(numbers.Integral, 1, None, allow_none=True),
         "fit_intercept": Bool(),
@@ -173,6 +188,9 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
         """
         validate_params(self)
+        y_kind = getattr(np.asarray(y) if y is not None else None, "dtype", None)
+        if y_kind is not None and y_kind.kind in "USVM":
+            raise ValueError(f"y must be numeric (real targets), got dtype {y_kind}")
         X, y = validate_data(self, X, y, reset=True, dtype=np.float64, ensure_min_samples=2,
                              y_numeric=True)
         kernel = self.kernel if isinstance(self.kernel, Kernel) else get_kernel(
@@ -199,6 +217,8 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             features = NystromFeatures(kernel, n_landmarks=self.n_landmarks,
                                        random_state=self.random_state).fit(Z)
         Phi = features.transform(Z)
+        if self.representation == "exact":
+            return self._fit_exact(kernel, features, X, y, Z, Phi)
         K = kernel(X, X)
         Hk = kernel.hessian(Z, X)
         E = np.hstack([np.ones((n, 1)), X]) if self.fit_intercept else None
@@ -218,7 +238,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             self.n_iter_ = int(res.n_iter)
         else:
             res = solve_primal(problem, solver=self.primal_solver.upper(), tol=self.tol,
-                               verbose=bool(self.verbose))
+                               max_iter=self.max_iter, verbose=bool(self.verbose))
             alpha, beta = res.extras["alpha"], res.extras["beta"]
             B = project_psd(res.B)
             self.__dict__.pop("dual_coef_", None)  # no stale dual variable from a dual fit
@@ -229,6 +249,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         self.X_fit_ = X
         self.constraint_points_ = Z
         self.alpha_ = alpha
+        self.__dict__.pop("gamma_", None)  # no stale exact-representation coefficients
         self.B_ = B
         if self.fit_intercept:
             self.intercept_ = float(beta[0])
@@ -240,20 +261,80 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         self.constraint_residual_ = float(problem.constraint_residual(alpha, B))
         return self
 
+    def _fit_exact(self, kernel, features, X, y, Z, Phi):
+        """representation="exact": eq. (37) in the primal or its dual (Proposition 17)."""
+        if kernel.differentiability < 4:
+            raise ValueError(
+                f"kernel {kernel.name!r} is not four times differentiable; "
+                "representation='exact' needs fourth-order kernel derivatives (eq. 37): use "
+                "'gaussian' or 'matern52', or representation='approx'"
+            )
+        n, p = X.shape
+        E = np.hstack([np.ones((n, 1)), X]) if self.fit_intercept else None
+        problem = ConvexRegressionExactProblem(kernel, X, Z, Phi, self._sign() * y, E,
+                                               self.rho, self.lam1, self.lam2)
+        if self.solver == "dual":
+            init = None
+            if (self.warm_start and getattr(self, "dual_coef_", None) is not None
+                    and self.dual_coef_.shape == (Z.shape[0], p, p)):
+                init = self.dual_coef_
+            res = solve_dual(problem, tol=self.tol, max_iter=self.max_iter, init=init,
+                             verbose=self.verbose)
+            alpha, gamma, beta = problem.recover(res.G)
+            B = res.B
+            self.dual_coef_ = res.G
+            self.dual_gap_ = float(res.dual_gap)
+        else:
+            res = solve_primal(problem, solver=self.primal_solver.upper(), tol=self.tol,
+                               max_iter=self.max_iter, verbose=bool(self.verbose))
+            alpha, gamma, beta = (res.extras[k] for k in ("alpha", "gamma", "beta"))
+            B = project_psd(res.B)
+            self.__dict__.pop("dual_coef_", None)
+            self.dual_gap_ = float("nan")
+        self.n_iter_ = int(res.n_iter)
+        self.kernel_ = kernel
+        self.features_ = features
+        self.X_fit_ = X
+        self.constraint_points_ = Z
+        self.alpha_ = alpha
+        self.gamma_ = gamma
+        self.B_ = B
+        self.intercept_ = float(beta[0]) if self.fit_intercept else 0.0
+        self.coef_ = (np.asarray(beta[1:], dtype=np.float64) if self.fit_intercept
+                      else np.zeros(p))
+        self.objective_ = float(problem.objective(alpha, gamma, beta, B))
+        self.constraint_residual_ = float(problem.constraint_residual(alpha, gamma, B))
+        return self
+
     # ---- the fitted function ----------------------------------------------------------------
     def _check_X(self, X):
         check_is_fitted(self, "alpha_")
         return validate_data(self, X, reset=False, dtype=np.float64)
 
+    def _exact_args(self, X):
+        """Arguments of psdsos.sos.exact_* when fitted with representation="exact", else None."""
+        if getattr(self, "gamma_", None) is None:
+            return None
+        return self.kernel_, self.X_fit_, self.constraint_points_, self.alpha_, self.gamma_, X
+
     def predict(self, X):
-        """f(x) = c + w^T x + sum_i alpha_i k(x, x_i) (negated when concave)."""
+        """f(x) = c + w^T x + sum_i alpha_i k(x, x_i) (negated when concave).
+
+        With representation="exact", plus sum_j sum_pq gamma_j[p, q] d_pq k(z_j, x) (eq. 21).
+        """
         X = self._check_X(X)
+        args = self._exact_args(X)
+        if args is not None:
+            return self._sign() * (self.intercept_ + X @ self.coef_ + exact_value(*args))
         f = self.intercept_ + X @ self.coef_ + self.kernel_(X, self.X_fit_) @ self.alpha_
         return self._sign() * f
 
     def gradient(self, X):
         """Gradient of f, shape (m, n_features)."""
         X = self._check_X(X)
+        args = self._exact_args(X)
+        if args is not None:
+            return self._sign() * (self.coef_ + exact_gradient(*args))
         g = self.coef_ + np.einsum("mip,i->mp", self.kernel_.gradient(X, self.X_fit_),
                                    self.alpha_)
         return self._sign() * g
@@ -261,6 +342,9 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     def hessian(self, X):
         """Hessian of f, shape (m, n_features, n_features)."""
         X = self._check_X(X)
+        args = self._exact_args(X)
+        if args is not None:
+            return self._sign() * exact_hessian(*args)
         H = np.einsum("mipq,i->mpq", self.kernel_.hessian(X, self.X_fit_), self.alpha_)
         return self._sign() * 0.5 * (H + H.transpose(0, 2, 1))
 
@@ -293,6 +377,8 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "alpha_")
         arrays = {"alpha": self.alpha_, "coef": self.coef_, "X_fit": self.X_fit_,
                   "B": self.B_, "constraint_points": self.constraint_points_}
+        if getattr(self, "gamma_", None) is not None:
+            arrays["gamma"] = self.gamma_
         cp_ = self.constraint_points
         extra = {"fitted": {"intercept_": self.intercept_, "objective_": self.objective_,
                             "n_iter_": self.n_iter_, "dual_gap_": self.dual_gap_,
@@ -313,6 +399,8 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         est.X_fit_ = arrays["X_fit"]
         est.B_ = arrays["B"]
         est.constraint_points_ = arrays["constraint_points"]
+        if "gamma" in arrays:
+            est.gamma_ = arrays["gamma"]
         est.intercept_ = f["intercept_"]
         est.objective_ = f["objective_"]
         est.n_iter_ = f["n_iter_"]

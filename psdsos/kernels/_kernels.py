@@ -342,6 +342,57 @@ class Kernel:
         D += c2[..., None, None, None, None] * _s2_tensor(p)
         return D / self.sigma**4
 
+    def hessian_gradient(self, X, Y=None):
+        """Third-order mixed derivatives, two in ``x`` and one in ``y``.
+
+        .. math::
+
+            T_{ijpqr} = \\frac{\\partial^3 k(x, y)}{\\partial x_p \\partial x_q \\partial y_r}
+            \\Big|_{x = X_i, y = Y_j}
+            = -\\frac{\\rho}{\\sigma^3}\\Big(c_2(\\rho)\\,(\\delta_{pq} n_r + \\delta_{pr} n_q
+            + \\delta_{qr} n_p) + c_3(\\rho)\\, n_p n_q n_r\\Big),
+
+        with :math:`n = (x - y)/\\|x - y\\|` and the coefficients :math:`c_2 = g_2`,
+        :math:`c_3 = \\rho^2 g_3` of :meth:`hessian_hessian` (module docstring), so no new
+        closed form is needed.  These are the gradients :math:`\\nabla_y \\partial_{pq}
+        k_x(y)` of the functions :math:`\\partial_{pq} k_x` of the exact Hessian
+        representation (PSD paper, eq. (21) and Appendix C.5, eq. (37)): the gradient of a
+        fitted :math:`f = \\sum_j \\sum_{p,q} \\Gamma^{(j)}_{pq} \\partial_{pq} k_{z_j}`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, p)
+            First arguments (differentiated twice).
+        Y : array-like of shape (m, p), default=None
+            Second arguments (differentiated once); ``None`` means ``Y = X``.
+
+        Returns
+        -------
+        T : ndarray of shape (n, m, p, p, p)
+            Symmetric in its last three axes; 0 where ``X[i] == Y[j]``.
+
+        Raises
+        ------
+        ValueError
+            If the kernel is not four times differentiable (exponential, Matern 3/2).
+        """
+        self._require(4, "hessian_gradient")
+        X, Y = _check_pair(X, Y)
+        p = X.shape[1]
+        rho, unit = self._geometry(X, Y)
+        c2, c3, _ = self._fourth_coefs(rho)
+        eye = np.eye(p)
+        sym = (
+            np.einsum("pq,abr->abpqr", eye, unit)
+            + np.einsum("pr,abq->abpqr", eye, unit)
+            + np.einsum("qr,abp->abpqr", eye, unit)
+        )
+        T = (rho * c2)[..., None, None, None] * sym
+        T += (rho * c3)[..., None, None, None] * np.einsum(
+            "abp,abq,abr->abpqr", unit, unit, unit
+        )
+        return -T / self.sigma**3
+
     def get_params(self, deep=True):
         """Parameters of the kernel, scikit-learn style.
 

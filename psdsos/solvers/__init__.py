@@ -2,6 +2,7 @@
 
 from psdsos.solvers._dual import DualProblem, DualResult, solve_dual
 from psdsos.solvers._negpart import NegativePart
+from psdsos.solvers._precond import DualPreconditioner
 from psdsos.solvers._primal import (
     PRIMAL_SOLVERS,
     InaccurateSolutionWarning,
@@ -12,6 +13,7 @@ from psdsos.solvers._primal import (
 )
 
 __all__ = [
+    "DualPreconditioner",
     "DualProblem",
     "DualResult",
     "solve_dual",

@@ -46,6 +46,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from psdsos._validation import check_scalar
 from psdsos.solvers._negpart import NegativePart
+from psdsos.solvers._precond import DualPreconditioner
 from psdsos.sos import sos_adjoint, sos_evaluate, sos_operator_norm_sq
 
 __all__ = ["DualProblem", "DualResult", "solve_dual"]
@@ -137,7 +138,7 @@ class DualResult:
 
 
 def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
-               verbose=False, history=False):
+               precondition=True, verbose=False, history=False):
     r"""Minimize the negative-part dual :math:`D(\Gamma)` defined in the module docstring.
 
     Parameters
@@ -154,6 +155,12 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
     step_size : float, optional
         Initial step; defaults to ``1/L_q`` (the smooth part's curvature), which the
         backtracking corrects.
+    precondition : bool, default=True
+        Take the gradient steps in the metric of the curvature bound
+        :math:`\mathbf P = \nabla^2 q + \lambda_2^{-1}\mathcal A\mathcal A^*`
+        (:class:`~psdsos.solvers.DualPreconditioner`), in which the Lipschitz constant is
+        <= 1 whatever the conditioning of the kernel matrix.  ``False`` gives plain
+        Euclidean gradient steps (the reference).
     verbose : bool or int
         Print progress every ``verbose`` iterations (100 if True).
     history : bool
@@ -186,10 +193,18 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
     N = r * d
     t0 = time.perf_counter()
 
-    L_q = float(problem.smooth_lipschitz())
-    L = L_q + sos_operator_norm_sq(Phi) / lam2
-    eta_min = 1.0 / L
     mu = float(problem.strong_convexity())
+    if precondition:
+        factor = getattr(problem, "smooth_hessian_factor", None)
+        U = factor() if factor is not None else None
+        Pinv = DualPreconditioner(Phi, d, lam2, mu, U)
+        L = _metric_lipschitz(problem, Phi, d, lam2, Pinv)
+        # strong convexity of q in the metric of P: mu / lambda_max(P)
+        mu = mu / Pinv.lambda_max_bound(lam2) if mu > 0 else 0.0
+    else:
+        Pinv = None
+        L = float(problem.smooth_lipschitz()) + sos_operator_norm_sq(Phi) / lam2
+    eta_min = 1.0 / L
     eta = float(step_size) if step_size is not None else 4.0 * eta_min
     eta = max(eta, eta_min)
 
@@ -199,6 +214,13 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
         x = np.array(init, dtype=np.float64).reshape(m, d, d)
         x = 0.5 * (x + x.transpose(0, 2, 1))
     coupled = bool(getattr(problem, "coupled", False))
+    res_floor = 0.0
+    if coupled:
+        # absolute floor of the residual's denominator: 1e-3 ||grad q(0)|| (for convex
+        # regression the Hessians of the unconstrained ridge fit), so an optimum at
+        # theta = 0, B = 0 is not a 0/0 that never drops below tol
+        g0 = problem.smooth(np.zeros((m, d, d)))[1]
+        res_floor = 1e-6 * float(np.sum(g0 * g0))
     negpart = NegativePart(N)
     eye_l1 = lam1 * np.eye(N)
 
@@ -229,7 +251,7 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
         if coupled:
             # (theta(G), B(G)) violates g(theta) = A(B) by grad D; require both small
             res = np.sqrt(float(np.sum(grad * grad)) / max(
-                float(np.sum(gq * gq)), float(np.sum(FB * FB)), 1e-300))
+                float(np.sum(gq * gq)), float(np.sum(FB * FB)), res_floor, 1e-300))
             err = max(abs(gap), res)
         else:
             err = gap
@@ -256,13 +278,17 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
         # pauses for `wait` iterations, doubling up to 64, so that on problems whose local
         # curvature is the global L an iteration costs one eigendecomposition.
         step = eta_min
+        dirn = grad if Pinv is None else Pinv(grad)
         if eta > eta_min and it >= next_probe:
-            g2 = float(np.sum(grad * grad))
-            AG = sos_adjoint(Phi, grad)
+            g2 = float(np.sum(grad * dirn))
+            AG = sos_adjoint(Phi, dirn)
             while eta > eta_min:
-                xn = y - eta * grad
+                xn = y - eta * dirn
                 fxn = problem.smooth_value(xn) + negpart.sq_norm(Sy - eta * AG) / (2 * lam2)
-                if fxn <= Dy - 0.5 * eta * g2 + 1e-13 * abs(Dy):
+                # no slack: near the optimum a slack ~ rounding of D would accept any
+                # step (eta ||g||^2 below it) and the iterates oscillate with steps > 2/L;
+                # a step rejected by rounding only costs a fall-back to 1/L.
+                if fxn <= Dy - 0.5 * eta * g2:
                     step = eta
                     break
                 eta = max(0.5 * eta, eta_min)
@@ -273,7 +299,7 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
             next_probe = it + wait
             eta = max(2.0 * step, 4 * eta_min)
         if step == eta_min:
-            xn = y - step * grad
+            xn = y - step * dirn
         # --- momentum with gradient restart (O'Donoghue and Candes, 2015)
         if float(np.sum(grad * (xn - x))) > 0:
             t_fista = 1.0
@@ -302,3 +328,28 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
         converged=converged, message=message, step_size=eta,
         time=time.perf_counter() - t0, history=hist,
     )
+
+
+def _metric_lipschitz(problem, Phi, d, lam2, Pinv, n_iter=10):
+    """Lipschitz constant of grad D in the metric of P: <= 1 when P^{-1} is exact.
+
+    Checked by power iteration on P^{-1}(grad^2 q + A A^*/lam2) (seeded), so that an
+    inaccurate P^{-1} (ill-conditioned Woodbury correction) cannot make the unverified
+    step 1/L too long: returns max(1, 1.05 * estimate).
+    """
+    m = Phi.shape[0]
+    rng = np.random.default_rng(0)
+    h = rng.standard_normal((m, d, d))
+    h = 0.5 * (h + h.transpose(0, 2, 1))
+    g0 = problem.smooth(np.zeros((m, d, d)))[1]
+    est = 0.0
+    for _ in range(n_iter):
+        nh = np.sqrt(float(np.sum(h * h)))
+        if nh == 0:
+            break
+        h = h / nh
+        Hh = (problem.smooth(h)[1] - g0) + sos_evaluate(Phi, sos_adjoint(Phi, h), d) / lam2
+        v = Pinv(Hh)
+        est = np.sqrt(float(np.sum(v * v)))
+        h = v
+    return max(1.0, 1.05 * est)

@@ -1,5 +1,11 @@
 """Kernel SoS objects: the PSD-valued model, the evaluation map, the CVXPY primitive, objectives."""
 
+from psdsos.sos._convex_exact import (
+    ConvexRegressionExactProblem,
+    exact_gradient,
+    exact_hessian,
+    exact_value,
+)
 from psdsos.sos._maps import sos_adjoint, sos_evaluate, sos_operator_norm_sq
 from psdsos.sos._model import PSDModel, load_npz, project_psd, save_npz
 from psdsos.sos._objectives import ConvexRegressionProblem, PSDLeastSquares
@@ -9,6 +15,10 @@ __all__ = [
     "PSDModel",
     "PSDLeastSquares",
     "ConvexRegressionProblem",
+    "ConvexRegressionExactProblem",
+    "exact_value",
+    "exact_gradient",
+    "exact_hessian",
     "SoSBlock",
     "sos_constraints",
     "sos_evaluate",

@@ -252,6 +252,13 @@ class ConvexRegressionProblem:
     def strong_convexity(self):
         return 0.0
 
+    def smooth_hessian_factor(self):
+        """U with grad^2 q = U U^T on vec(Gamma): U = (L_W^{-1} G_H)^T / sqrt(2), W = L_W L_W^T."""
+        self._prepare_dual()
+        Lw = np.tril(self.W_chol[0])
+        Mh = self._sla.solve_triangular(Lw, self.GH, lower=True)
+        return Mh.T / np.sqrt(2.0)
+
     def recover(self, G):
         """Primal (alpha, beta) from a dual point G."""
         self._prepare_dual()

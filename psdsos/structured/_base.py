@@ -1,0 +1,105 @@
+r"""The output-space interface of SELF structured prediction.
+
+SELF (Ciliberto et al.; Rudi et al., "Manifold Structured Prediction", eq. 2-3) predicts
+
+.. math::
+
+    \hat f(x) = \operatorname*{argmin}_{y \in \mathcal Y} \sum_{i=1}^n \alpha_i(x)\, \Delta(y, y_i),
+    \qquad \alpha(x) = (\mathbf K + n\lambda I)^{-1} v(x),
+
+so everything that depends on the output space -- validating Y, the loss Delta, and the
+decoding (the argmin) -- lives in one :class:`OutputSpace` object.  The estimator
+(:class:`psdsos.structured.SELFEstimator`) only computes the weights alpha(x) and hands them,
+batched, to :meth:`OutputSpace.decode`.
+
+Contract every output space follows
+-----------------------------------
+* ``name``: the string of ARCHITECTURE.md ("euclidean", "spd", ...).
+* ``decode_methods``: tuple of the methods it offers, the first one is what "auto" means.
+* ``check_Y(Y, name="Y")``: validate (finite, right shape, in the space) and return the
+  canonical float/int array; ValueError naming ``name`` otherwise.
+* ``loss(Y_true, Y_pred)``: per-sample loss, shape (n,).
+* ``fit(Y_train)``: store what decoding needs (embeddings, logs, ...); returns self.
+  Called once by the estimator's ``fit`` with already-checked Y.
+* ``decode(alpha, method="auto")``: alpha of shape (n_test, n_train) -> predictions of shape
+  (n_test, *output_shape), in the space.  Weights may be negative and need not sum to one
+  (SELF weights do not); each space documents in its class docstring what it does then
+  (the "negative-weight policy").
+* ``to_config()`` / ``from_config(cfg)``: JSON-able parameters (for saving without pickle).
+* (optional, added for the KRLS baseline of the manifold paper, Appendix G)
+  ``project(Z)``: map ambient, entry-wise kernel-ridge predictions ``Z = alpha @ Y_train``
+  (shape (n_test, *output_shape)) to points of the space (eigenvalue clipping, normalization,
+  simplex projection, ...).  Spaces without it raise NotImplementedError and cannot be used
+  with :class:`psdsos.structured.KRLSEstimator`.
+
+Spaces whose decoding is a convex program build it once in CVXPY with ``cp.Parameter``
+(DPP) and re-solve it per test point.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["OutputSpace", "check_alpha", "resolve_method"]
+
+
+class OutputSpace:
+    """Base class of SELF output spaces (see the module docstring for the contract)."""
+
+    name = "abstract"
+    decode_methods: tuple = ()
+
+    def check_Y(self, Y, name="Y"):
+        raise NotImplementedError
+
+    def loss(self, Y_true, Y_pred):
+        raise NotImplementedError
+
+    def fit(self, Y_train):
+        self.Y_train_ = self.check_Y(Y_train, "Y")
+        return self
+
+    def decode(self, alpha, method="auto"):
+        raise NotImplementedError
+
+    def project(self, Z):
+        """Map ambient kernel-ridge predictions to the space (optional, see the contract)."""
+        raise NotImplementedError(
+            f"output space {self.name!r} offers no projection of ambient predictions"
+        )
+
+    def to_config(self):
+        """JSON-able constructor arguments."""
+        return {}
+
+    @classmethod
+    def from_config(cls, cfg):
+        return cls(**cfg)
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.to_config().items())
+        return f"{type(self).__name__}({args})"
+
+
+def resolve_method(space, method):
+    """The decode method to run: ``space.decode_methods[0]`` for "auto"; ValueError if unknown."""
+    if method is None or method == "auto":
+        return space.decode_methods[0]
+    if method not in space.decode_methods:
+        raise ValueError(
+            f"decode_method must be 'auto' or one of {list(space.decode_methods)} for output "
+            f"space {space.name!r}, got {method!r}"
+        )
+    return method
+
+
+def check_alpha(alpha, n_train, name="alpha"):
+    """Weights as a finite (n_test, n_train) float array (1-D input = one test point)."""
+    a = np.asarray(alpha, dtype=np.float64)
+    if a.ndim == 1:
+        a = a[None, :]
+    if a.ndim != 2 or a.shape[1] != n_train:
+        raise ValueError(f"{name} must have shape (n_test, {n_train}), got {np.shape(alpha)}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return a

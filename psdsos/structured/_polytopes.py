@@ -1,0 +1,422 @@
+r"""Marginal polytopes of discrete output spaces: MAP oracles, CVXPY constraints, projections.
+
+Blondel, "Structured Prediction with Projection Oracles" (NeurIPS 2019), section 4: every
+discrete output space :math:`\mathcal Y` is encoded by a 0/1 embedding
+:math:`\varphi(y) \in \{0, 1\}^p` and its *marginal polytope* (eq. 8)
+
+.. math::
+
+    \mathcal M = \operatorname{conv}\,\varphi(\mathcal Y),
+
+whose vertices are exactly the encoded structures.  Each polytope below offers
+
+* ``map_oracle(scores)``: the MAP / linear-maximization oracle (eq. 2)
+  :math:`\operatorname{argmax}_{v \in \operatorname{vert}\mathcal M} \langle \theta, v\rangle`,
+  batched over the leading axis, with deterministic tie-breaking (documented per class);
+* ``cvxpy_constraints(mu)``: the polytope as CVXPY constraints on a variable of shape
+  ``shape`` (so the same maximization can be solved as a linear program, see
+  :class:`PolytopeLP`);
+* ``round(mu)``: the vertex nearest (Euclidean) to a point ``mu`` of the polytope.  For 0/1
+  vertices :math:`\|v - \mu\|^2 = \langle v, \mathbf 1 - 2\mu\rangle + \|\mu\|^2`, so the
+  nearest vertex is ``map_oracle(mu - 1/2)``;
+* ``project_euclidean(theta)`` and ``project_kl(theta)``: the Euclidean and KL projections
+  (eq. 5) the projection-based Fenchel-Young losses of the same paper need.  They are
+  provided where they are closed form or a one-dimensional search (unit cube, simplex,
+  knapsack, order simplex); the others raise ``NotImplementedError`` for now.
+
+All functions take arrays of shape ``(m, *shape)`` (a batch of score vectors) or ``shape``
+(a single one) and return the same leading shape.
+"""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from psdsos.solvers import SolverStatusError
+
+__all__ = [
+    "Polytope",
+    "Simplex",
+    "UnitCube",
+    "Knapsack",
+    "Birkhoff",
+    "OrderSimplex",
+    "PolytopeLP",
+    "LP_SOLVERS",
+]
+
+#: CVXPY solvers accepted for the LP decoding (HIGHS returns vertex solutions).
+LP_SOLVERS = ("HIGHS", "CLARABEL", "SCIPY")
+#: Solver options of the decoding LP (scores are rescaled to max |theta| = 1 first).
+_LP_OPTIONS = {
+    "HIGHS": {"primal_feasibility_tolerance": 1e-9, "dual_feasibility_tolerance": 1e-9},
+    "CLARABEL": {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10},
+}
+
+
+def _batch(theta, shape, name="scores"):
+    """``theta`` as a float array of shape (m, *shape) and whether the input was unbatched."""
+    t = np.asarray(theta, dtype=np.float64)
+    single = t.shape == tuple(shape)
+    if single:
+        t = t[None]
+    if t.shape[1:] != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)} or (m, *{tuple(shape)}), "
+                         f"got {np.shape(theta)}")
+    if not np.all(np.isfinite(t)):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return t, single
+
+
+def _unbatch(out, single):
+    return out[0] if single else out
+
+
+class Polytope:
+    """Base class: a marginal polytope with 0/1 vertices in :math:`\\mathbb R^{shape}`."""
+
+    shape: tuple = ()
+
+    def map_oracle(self, scores):
+        """Vertex maximizing ``<scores, v>`` (eq. 2), batched; ties broken deterministically."""
+        t, single = _batch(scores, self.shape)
+        return _unbatch(self._map(t), single)
+
+    def round(self, mu):
+        """Nearest vertex to ``mu`` (Euclidean): ``map_oracle(mu - 1/2)`` for 0/1 vertices."""
+        t, single = _batch(mu, self.shape, "mu")
+        return _unbatch(self._map(t - 0.5), single)
+
+    def cvxpy_constraints(self, mu):
+        """List of CVXPY constraints describing the polytope on ``mu`` (shape ``shape``)."""
+        raise NotImplementedError
+
+    def contains(self, mu, atol=1e-9):
+        """Boolean array: does each point of the batch lie in the polytope (to ``atol``)?"""
+        t, single = _batch(mu, self.shape, "mu")
+        return _unbatch(self._contains(t, atol), single)
+
+    def project_euclidean(self, theta):
+        r""":math:`\operatorname{argmin}_{\mu \in \mathcal M} \|\mu - \theta\|_2` (eq. 5)."""
+        raise NotImplementedError(
+            f"Euclidean projection onto the {type(self).__name__} polytope is not implemented yet"
+        )
+
+    def project_kl(self, theta):
+        r""":math:`\operatorname{argmin}_{\mu \in \mathcal M} KL(\mu, e^{\theta - 1})` (eq. 5)."""
+        raise NotImplementedError(
+            f"KL projection onto the {type(self).__name__} polytope is not implemented yet"
+        )
+
+    # subclasses implement these on batches of shape (m, *shape)
+    def _map(self, t):
+        raise NotImplementedError
+
+    def _contains(self, t, atol):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"{type(self).__name__}{self.shape}"
+
+
+class Simplex(Polytope):
+    r"""Probability simplex :math:`\triangle^k = \{\mu \ge 0, \langle \mu, \mathbf 1\rangle = 1\}`.
+
+    Marginal polytope of multiclass classification with :math:`\varphi(y) = e_y` (section 4).
+    MAP = argmax; ties go to the smallest index.  Euclidean projection = sparsemax, KL
+    projection = softmax.
+    """
+
+    def __init__(self, k):
+        self.k = int(k)
+        self.shape = (self.k,)
+
+    def _map(self, t):
+        out = np.zeros_like(t)
+        out[np.arange(t.shape[0]), np.argmax(t, axis=1)] = 1.0
+        return out
+
+    def cvxpy_constraints(self, mu):
+        return [mu >= 0, cp.sum(mu) == 1]
+
+    def _contains(self, t, atol):
+        return np.all(t >= -atol, axis=1) & (np.abs(t.sum(axis=1) - 1.0) <= atol * self.k)
+
+    def project_euclidean(self, theta):
+        t, single = _batch(theta, self.shape, "theta")
+        u = -np.sort(-t, axis=1)
+        css = np.cumsum(u, axis=1) - 1.0
+        ind = np.arange(1, self.k + 1)
+        rho = np.count_nonzero(u * ind > css, axis=1)
+        tau = css[np.arange(t.shape[0]), rho - 1] / rho
+        return _unbatch(np.maximum(t - tau[:, None], 0.0), single)
+
+    def project_kl(self, theta):
+        t, single = _batch(theta, self.shape, "theta")
+        e = np.exp(t - t.max(axis=1, keepdims=True))
+        return _unbatch(e / e.sum(axis=1, keepdims=True), single)
+
+
+class UnitCube(Polytope):
+    r"""Unit cube :math:`[0, 1]^k`: multilabel with :math:`\varphi(y) = y \in \{0,1\}^k`.
+
+    MAP = thresholding, label i predicted iff :math:`\theta_i > 0` (a tie, 0, is not
+    predicted).  Euclidean projection = clipping, KL projection =
+    :math:`\min(1, e^{\theta - 1})` (section 4).
+    """
+
+    def __init__(self, k):
+        self.k = int(k)
+        self.shape = (self.k,)
+
+    def _map(self, t):
+        return (t > 0).astype(np.float64)
+
+    def cvxpy_constraints(self, mu):
+        return [mu >= 0, mu <= 1]
+
+    def _contains(self, t, atol):
+        return np.all((t >= -atol) & (t <= 1 + atol), axis=1)
+
+    def project_euclidean(self, theta):
+        t, single = _batch(theta, self.shape, "theta")
+        return _unbatch(np.clip(t, 0.0, 1.0), single)
+
+    def project_kl(self, theta):
+        t, single = _batch(theta, self.shape, "theta")
+        return _unbatch(np.exp(np.minimum(t - 1.0, 0.0)), single)
+
+
+class Knapsack(Polytope):
+    r"""Knapsack polytope :math:`\{\mu \in [0,1]^k : l \le \langle\mu, \mathbf 1\rangle \le u\}`.
+
+    Marginal polytope of the subsets of :math:`[k]` with :math:`l \le |y| \le u` (section 4).
+    MAP (the paper's sorting rule): with :math:`\pi` sorting :math:`\theta` in descending
+    order (stable: equal scores keep index order), take :math:`\pi_1..\pi_l`, then those of
+    :math:`\pi_{l+1}..\pi_u` with :math:`\theta > 0`.  Euclidean projection by Proposition 3
+    (clip, then if the count bound is violated project onto
+    :math:`\{\mu \in [0,1]^k : \langle\mu,\mathbf 1\rangle = m\}` by bisection on the shift).
+
+    Parameters
+    ----------
+    k : int
+    lower, upper : int
+        :math:`0 \le l \le u \le k`.
+    """
+
+    def __init__(self, k, lower, upper):
+        self.k = int(k)
+        self.lower = int(lower)
+        self.upper = int(upper)
+        if not 0 <= self.lower <= self.upper <= self.k:
+            raise ValueError(
+                f"knapsack bounds must satisfy 0 <= lower <= upper <= k = {self.k}, "
+                f"got lower={lower}, upper={upper}"
+            )
+        self.shape = (self.k,)
+
+    def _map(self, t):
+        order = np.argsort(-t, axis=1, kind="stable")
+        rank = np.empty_like(order)
+        rank[np.arange(t.shape[0])[:, None], order] = np.arange(self.k)
+        take = (rank < self.lower) | ((rank < self.upper) & (t > 0))
+        return take.astype(np.float64)
+
+    def cvxpy_constraints(self, mu):
+        s = cp.sum(mu)
+        return [mu >= 0, mu <= 1, s >= self.lower, s <= self.upper]
+
+    def _contains(self, t, atol):
+        s = t.sum(axis=1)
+        return (np.all((t >= -atol) & (t <= 1 + atol), axis=1)
+                & (s >= self.lower - atol * self.k) & (s <= self.upper + atol * self.k))
+
+    def project_euclidean(self, theta, *, tol=1e-12, max_iter=200):
+        """Proposition 3; ``tol`` / ``max_iter``: bisection tolerance on the shift, iterations."""
+        t, single = _batch(theta, self.shape, "theta")
+        nu = np.clip(t, 0.0, 1.0)
+        s = nu.sum(axis=1)
+        out = nu.copy()
+        for m, rows in ((self.upper, s > self.upper), (self.lower, s < self.lower)):
+            if not np.any(rows):
+                continue
+            tr = t[rows]
+            # sum(clip(t - tau, 0, 1)) is non-increasing in tau, = k at lo and 0 at hi
+            lo = tr.min(axis=1) - 1.0
+            hi = tr.max(axis=1)
+            for _ in range(max_iter):
+                mid = 0.5 * (lo + hi)
+                big = np.clip(tr - mid[:, None], 0.0, 1.0).sum(axis=1) > m
+                lo = np.where(big, mid, lo)
+                hi = np.where(big, hi, mid)
+                if np.all(hi - lo <= tol * (1.0 + np.abs(hi))):
+                    break
+            out[rows] = np.clip(tr - 0.5 * (lo + hi)[:, None], 0.0, 1.0)
+        return _unbatch(out, single)
+
+
+class Birkhoff(Polytope):
+    r"""Birkhoff polytope of :math:`k \times k` doubly stochastic matrices (section 4).
+
+    Marginal polytope of permutations with :math:`\varphi(\pi)` the permutation matrix,
+    :math:`\varphi(\pi)_{i, \pi_i} = 1`.  MAP is the linear assignment problem
+    :math:`\operatorname{argmax}_\pi \sum_i \theta_{i, \pi_i}`, solved exactly by
+    :func:`scipy.optimize.linear_sum_assignment` (deterministic for equal inputs).
+    Projections (Sinkhorn for KL, Dykstra / dual for Euclidean) are not implemented yet.
+    """
+
+    def __init__(self, k):
+        self.k = int(k)
+        self.shape = (self.k, self.k)
+
+    def _map(self, t):
+        out = np.zeros_like(t)
+        for j in range(t.shape[0]):
+            rows, cols = linear_sum_assignment(t[j], maximize=True)
+            out[j, rows, cols] = 1.0
+        return out
+
+    def cvxpy_constraints(self, mu):
+        return [mu >= 0, cp.sum(mu, axis=0) == 1, cp.sum(mu, axis=1) == 1]
+
+    def _contains(self, t, atol):
+        return (np.all(t >= -atol, axis=(1, 2))
+                & np.all(np.abs(t.sum(axis=1) - 1) <= atol * self.k, axis=1)
+                & np.all(np.abs(t.sum(axis=2) - 1) <= atol * self.k, axis=1))
+
+
+class OrderSimplex(Polytope):
+    r"""Order simplex.
+
+    .. math::
+
+        \{\mu \in \mathbb R^{k-1} : 1 \ge \mu_1 \ge \dots \ge \mu_{k-1} \ge 0\}
+
+    Marginal polytope of ordinal regression with the cumulative encoding
+    :math:`\varphi(y) = \sum_{i < y} e_i` (labels 0..k-1, so :math:`\varphi(y)` has ``y``
+    leading ones; Proposition 4).  MAP: the score of vertex ``y`` is the cumulative sum
+    :math:`\sum_{i<y} \theta_i`, O(k); ties go to the smallest label.  Euclidean projection =
+    bounded antitonic regression (pool adjacent violators, then clip to [0, 1]).
+
+    Parameters
+    ----------
+    k : int
+        Number of ordered classes (the polytope lives in dimension k - 1 >= 1).
+    """
+
+    def __init__(self, k):
+        self.k = int(k)
+        if self.k < 2:
+            raise ValueError(f"the order simplex needs k >= 2 classes, got k={k}")
+        self.shape = (self.k - 1,)
+
+    def map_labels(self, t):
+        """Label (number of leading ones) of the MAP vertex for a batch of scores (m, k-1)."""
+        cum = np.concatenate([np.zeros((t.shape[0], 1)), np.cumsum(t, axis=1)], axis=1)
+        return np.argmax(cum, axis=1)
+
+    def _map(self, t):
+        y = self.map_labels(t)
+        return (np.arange(self.k - 1)[None, :] < y[:, None]).astype(np.float64)
+
+    def cvxpy_constraints(self, mu):
+        cons = [mu[0] <= 1, mu[self.k - 2] >= 0]
+        if self.k > 2:
+            cons.append(mu[:-1] >= mu[1:])
+        return cons
+
+    def _contains(self, t, atol):
+        ok = (t[:, 0] <= 1 + atol) & (t[:, -1] >= -atol)
+        if self.k > 2:
+            ok &= np.all(t[:, :-1] >= t[:, 1:] - atol, axis=1)
+        return ok
+
+    def project_euclidean(self, theta):
+        from sklearn.isotonic import isotonic_regression
+
+        t, single = _batch(theta, self.shape, "theta")
+        out = np.stack([isotonic_regression(row, y_min=0.0, y_max=1.0, increasing=False)
+                        for row in t])
+        return _unbatch(out, single)
+
+
+class PolytopeLP:
+    r"""The MAP problem as a linear program over a polytope, built once (DPP).
+
+    .. math::
+
+        \max_{\mu \in \mathcal M} \langle \theta, \mu \rangle
+
+    with :math:`\theta` a ``cp.Parameter`` of shape ``polytope.shape``: each :meth:`solve`
+    only sets ``theta.value`` and re-solves, so CVXPY compiles the problem once
+    (``problem.is_dcp(dpp=True)`` holds).  An LP attains its maximum at a vertex; the
+    solution is rounded to the nearest vertex (:meth:`Polytope.round`) and checked to be
+    optimal, so an interior-point solver that returns the centre of an optimal face (ties)
+    either rounds to an optimal vertex or raises -- never a silent suboptimal answer.
+
+    Parameters
+    ----------
+    polytope : Polytope
+    solver : {"HIGHS", "CLARABEL", "SCIPY"}
+        Named CVXPY solver; HIGHS (simplex) returns vertex solutions.
+    """
+
+    def __init__(self, polytope, solver="HIGHS"):
+        self.polytope = polytope
+        self.solver = solver
+        self.mu = cp.Variable(polytope.shape, name="mu")
+        self.theta = cp.Parameter(polytope.shape, name="theta")
+        objective = cp.Maximize(cp.sum(cp.multiply(self.theta, self.mu)))
+        self.problem = cp.Problem(objective, polytope.cvxpy_constraints(self.mu))
+
+    def solve(self, scores, *, rtol=1e-6):
+        """Vertices maximizing ``<scores, v>``, one LP per row of the batch.
+
+        Parameters
+        ----------
+        scores : ndarray of shape (m, *shape) or shape
+        rtol : float
+            The rounded vertex must reach the LP value up to ``rtol * (1 + ||t||_1)``,
+            ``t = scores / max|scores|`` (the LP is solved at that unit scale, with solver
+            tolerances ``_LP_OPTIONS``; the cold start each time makes repeated solves of
+            the same scores return the same vertex).
+
+        Returns
+        -------
+        ndarray, same shape as ``scores``: 0/1 vertices of the polytope.
+
+        Raises
+        ------
+        SolverStatusError
+            Status other than optimal (status and solver named), or an LP solution that
+            does not round to an optimal vertex.
+        """
+        t, single = _batch(scores, self.polytope.shape)
+        out = np.empty_like(t)
+        for j in range(t.shape[0]):
+            # the argmax is invariant to positive scaling: solve at unit scale so that the
+            # solver's absolute tolerances act relative to the scores
+            scale = np.abs(t[j]).max()
+            tj = t[j] / scale if scale > 0 else t[j]
+            self.theta.value = tj
+            try:
+                self.problem.solve(solver=self.solver, warm_start=False,
+                                   **_LP_OPTIONS.get(self.solver, {}))
+            except cp.error.SolverError as exc:
+                raise SolverStatusError(f"solver {self.solver} failed: {exc}") from exc
+            if self.problem.status != cp.OPTIMAL:
+                raise SolverStatusError(
+                    f"CVXPY status '{self.problem.status}' from solver {self.solver} "
+                    "on the decoding LP"
+                )
+            v = self.polytope.round(self.mu.value)
+            gap = self.problem.value - float(np.sum(tj * v))
+            if gap > rtol * (1.0 + np.abs(tj).sum()):
+                raise SolverStatusError(
+                    f"the LP solution of solver {self.solver} does not round to an optimal "
+                    f"vertex (gap {gap:.3g}); use lp_solver='HIGHS' (vertex solutions)"
+                )
+            out[j] = v
+        return _unbatch(out, single)
