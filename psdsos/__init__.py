@@ -10,16 +10,21 @@ estimators -> structured; geometry, datasets, model_selection, plotting and cli 
 """
 
 from psdsos.estimators import (
+    ConvexRegressor,
     PiecewiseLinearConvexRegressor,
     PSDRegressor,
     load,
 )
+from psdsos.structured import KRLSEstimator, SELFEstimator  # also registers them for load
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ConvexRegressor",
     "PSDRegressor",
     "PiecewiseLinearConvexRegressor",
+    "SELFEstimator",
+    "KRLSEstimator",
     "load",
     "__version__",
 ]

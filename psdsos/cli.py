@@ -7,6 +7,17 @@ bures-demo
     leave-one-out selection of (lam1, lam2, sigma) over the grid of Appendix D.1, refit,
     held-out mean squared Bures-Wasserstein error against the true geodesic and against
     piecewise-linear interpolation of the training matrices, optional figure.
+convex-fit
+    Convex (or concave) regression of one CSV column on the others with a
+    :class:`~psdsos.estimators.ConvexRegressor` (PSD paper, section 6): k-fold selection of
+    (rho, lam2, sigma) over the grid of Appendix D.2 or a smaller one, refit, convexity deficit,
+    optional model file (.npz + JSON, with the column names) and figure. ``--demo`` runs on
+    samples of eq. (30) instead of a CSV file.
+convex-predict
+    Predictions of a model saved by ``convex-fit --model`` on the rows of a CSV file.
+
+CSV input: a header row, one row per sample, ``,`` between cells (``--delimiter``). Missing,
+non-numeric or non-finite values in the columns used are errors (never silently dropped).
 
 Exit codes: 0 on success, 2 for bad arguments (argparse), 1 for errors raised by the library
 (bad values, solver failures, unwritable output), reported on one line as
@@ -16,6 +27,9 @@ Exit codes: 0 on success, 2 for bad arguments (argparse), 1 for errors raised by
 from __future__ import annotations
 
 import argparse
+import csv
+import math
+import os
 import sys
 import time
 import warnings
@@ -70,6 +84,7 @@ def _build_parser():
                       help="parallel jobs for the search (joblib; -1: all cores)")
     demo.add_argument("--verbose", action="store_true", help="progress bar on stderr")
     demo.set_defaults(func=_bures_demo)
+    _add_convex_parsers(sub)
     return parser
 
 
@@ -166,6 +181,588 @@ def _linear_interpolation(t, M, t_new):
     return (1.0 - w) * M[j] + w * M[j + 1]
 
 
+# ------------------------------------------------------------------------------------------
+# convex-fit / convex-predict: convex regression of a CSV column on the others
+# ------------------------------------------------------------------------------------------
+
+#: Nystrom rank of the paper (Appendix D.2: rank 25 when n > 25).
+PAPER_N_LANDMARKS = 25
+#: Iteration cap of the dual solver for the cross-validation fits of convex-fit (not the refit).
+CONVEX_CV_MAX_ITER = 2000
+#: Held-out points of ``convex-fit --demo`` (error against the noiseless eq. 30).
+N_DEMO_TEST = 1000
+#: Key of the model file's JSON metadata under which convex-fit stores the column names.
+COLUMNS_KEY = "cli_columns"
+
+
+def _convex_grid(name):
+    """(param_grid, description) of convex-fit; lam1 stays 0 as in the paper."""
+    if name == "paper":
+        grid = {"rho": [1e-3, 1e-4, 1e-5, 1e-6],
+                "lam2": [10.0 ** (-k) for k in range(3, 8)],
+                "sigma": [math.sqrt(s2) for s2 in (1.0, 5.0, 10.0)]}
+        text = ("paper (Appendix D.2): lam2 in {1e-3, ..., 1e-7}, sigma^2 in {1, 5, 10}, "
+                "rho in {1e-3, ..., 1e-6} (the paper selects rho = 1e-5 but does not list "
+                "its rho grid)")
+    else:
+        grid = {"rho": [1e-3, 1e-5], "lam2": [1e-3, 1e-5], "sigma": [1.0, math.sqrt(10.0)]}
+        text = "small: rho in {1e-3, 1e-5}, lam2 in {1e-3, 1e-5}, sigma^2 in {1, 10}"
+    return grid, text
+
+
+# ---- argument types (argparse turns ArgumentTypeError into a usage error, exit 2) ----------
+
+
+def _int_at_least(lower):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < lower:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {lower}, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {lower}"
+    return parse
+
+
+def _float_value(text, *, positive):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        kind = "> 0" if positive else ">= 0"
+        raise argparse.ArgumentTypeError(f"expected a finite number {kind}, got {text!r}")
+    return value
+
+
+def _nonnegative_float(text):
+    return _float_value(text, positive=False)
+
+
+def _positive_float(text):
+    return _float_value(text, positive=True)
+
+
+def _float_list(text):
+    parts = [p.strip() for p in text.split(",")]
+    if not all(parts):
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}")
+    return [_float_value(p, positive=False) for p in parts]
+
+
+def _name_list(text):
+    names = [p.strip() for p in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated column names without empty entries, got {text!r}")
+    return names
+
+
+def _landmarks(text):
+    if text.strip().lower() in ("none", "exact"):
+        return "exact"
+    return _int_at_least(1)(text)
+
+
+def _delimiter(text):
+    text = {"tab": "\t", "\\t": "\t"}.get(text, text)
+    if len(text) != 1:
+        raise argparse.ArgumentTypeError(f"expected one character (or 'tab'), got {text!r}")
+    return text
+
+
+def _add_convex_parsers(sub):
+    fit = sub.add_parser(
+        "convex-fit",
+        help="convex regression of a CSV column on the others (PSD paper, section 6)",
+        description=(
+            "Fit a smooth convex (or concave) function of the feature columns of DATA.csv "
+            "to its --target column: a ConvexRegressor (Gaussian kernel by default, SoS "
+            "Hessian constraint at the data points, eq. 28 of the PSD paper) whose (rho, "
+            "lam2, sigma) are chosen by k-fold cross-validation (mean squared error). Prints "
+            "the chosen values, the CV error and the convexity deficit; saves the model and "
+            "a figure on request. sigma is in the units of the features: rescale them or "
+            "give --sigma when the grid's bandwidths do not suit the data."
+        ),
+    )
+    fit.add_argument("data", nargs="?", metavar="DATA.csv",
+                     help="CSV file with a header row (not with --demo)")
+    fit.add_argument("--target", metavar="COLUMN", help="the column to predict")
+    fit.add_argument("--features", type=_name_list, metavar="A,B,...",
+                     help="feature columns (default: every other numeric column)")
+    fit.add_argument("--demo", action="store_true",
+                     help="built-in data: noisy samples of eq. (30) of the PSD paper "
+                          "(negated with --concave)")
+    fit.add_argument("--n-samples", type=_int_at_least(2), default=None, metavar="N",
+                     help="--demo: number of samples (default: 50)")
+    fit.add_argument("--dim", type=_int_at_least(1), default=None, metavar="D",
+                     help="--demo: input dimension (default: 2)")
+    fit.add_argument("--noise", type=_nonnegative_float, default=None, metavar="ETA",
+                     help="--demo: noise level eta (default: 0.1)")
+    fit.add_argument("--cv", type=_int_at_least(2), default=5, metavar="K",
+                     help="number of cross-validation folds, shuffled (default: 5)")
+    fit.add_argument("--grid", choices=("paper", "small"), default="small",
+                     help="small: 8 candidates (default); paper: Appendix D.2, 60 candidates")
+    fit.add_argument("--rho", type=_float_list, metavar="V,...",
+                     help="replace the grid's rho values (ridge weight on f)")
+    fit.add_argument("--lam2", type=_float_list, metavar="V,...",
+                     help="replace the grid's lam2 values (Frobenius weight on B)")
+    fit.add_argument("--sigma", type=_float_list, metavar="V,...",
+                     help="replace the grid's kernel bandwidths sigma (not sigma^2)")
+    fit.add_argument("--kernel", choices=("gaussian", "matern32", "matern52"),
+                     default="gaussian", help="kernel (default: gaussian, as the paper)")
+    fit.add_argument("--concave", action="store_true", help="fit a concave function")
+    fit.add_argument("--solver", choices=("dual", "primal"), default="dual",
+                     help="dual: accelerated gradient (default); primal: an SDP through CVXPY")
+    fit.add_argument("--primal-solver", choices=("CLARABEL", "SCS"), default="CLARABEL",
+                     help="SDP solver of --solver primal (default: CLARABEL)")
+    fit.add_argument("--n-landmarks", type=_landmarks, default=None, metavar="R",
+                     help=f"Nystrom rank, or 'exact' (default: {PAPER_N_LANDMARKS} when every "
+                          f"CV training fold has more than {PAPER_N_LANDMARKS} rows, as the "
+                          "paper; otherwise exact features)")
+    fit.add_argument("--tol", type=_positive_float, default=None,
+                     help="solver tolerance (default: the estimator's, 1e-6)")
+    fit.add_argument("--max-iter", type=_int_at_least(1), default=None, metavar="N",
+                     help="dual iterations of the final fit (default: the estimator's); the "
+                          f"CV fits stop at min(N, {CONVEX_CV_MAX_ITER})")
+    fit.add_argument("--random-state", type=_int_at_least(0), default=0, metavar="SEED",
+                     help="seed of the folds, the Nystrom landmarks, the deficit estimate "
+                          "and the demo data (default: 0)")
+    fit.add_argument("--n-jobs", type=int, default=None, metavar="N",
+                     help="parallel jobs for the search (joblib; -1: all cores)")
+    fit.add_argument("--model", metavar="OUT.npz",
+                     help="save the fitted model there (.npz + JSON, with the column names)")
+    fit.add_argument("--plot", metavar="OUT.png",
+                     help="draw the data and the fit (1 or 2 features; skipped otherwise)")
+    fit.add_argument("--delimiter", type=_delimiter, default=",", metavar="C",
+                     help="CSV cell separator (default: ','; 'tab' for tabs)")
+    fit.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    fit.set_defaults(func=_convex_fit)
+
+    pred = sub.add_parser(
+        "convex-predict",
+        help="predict with a model saved by convex-fit --model",
+        description=(
+            "Evaluate a model saved by `psdsos convex-fit --model` on the rows of DATA.csv "
+            "(the feature columns saved with the model must be present; other columns are "
+            "copied). Writes DATA.csv with a prediction column appended, to --out or stdout."
+        ),
+    )
+    pred.add_argument("model", metavar="MODEL.npz", help="file written by convex-fit --model")
+    pred.add_argument("data", metavar="DATA.csv", help="CSV file with a header row")
+    pred.add_argument("--out", metavar="PRED.csv", help="output file (default: stdout)")
+    pred.add_argument("--features", type=_name_list, metavar="A,B,...",
+                      help="feature columns, for a model saved from Python (default: the "
+                           "names saved by convex-fit)")
+    pred.add_argument("--column", metavar="NAME", default=None,
+                      help="name of the prediction column (default: <target>_predicted)")
+    pred.add_argument("--delimiter", type=_delimiter, default=",", metavar="C",
+                      help="CSV cell separator (default: ','; 'tab' for tabs)")
+    pred.set_defaults(func=_convex_predict, verbose=False)
+
+
+# ---- CSV input ----------------------------------------------------------------------------
+
+
+def _parse_float(cell):
+    try:
+        return float(cell)
+    except ValueError:
+        return None
+
+
+class _CSVTable:
+    """The cells of a CSV file as stripped strings, with the file line of every row."""
+
+    def __init__(self, path, header, rows, lines):
+        self.path, self.header, self.rows, self.lines = path, header, rows, lines
+
+    def index(self, name, role):
+        hits = [j for j, h in enumerate(self.header) if h == name]
+        if not hits:
+            cols = ", ".join(repr(h) for h in self.header)
+            raise ValueError(f"{self.path}: no {role} column {name!r} (columns: {cols})")
+        if len(hits) > 1:
+            raise ValueError(
+                f"{self.path}: the {role} column {name!r} is named {len(hits)} times in the "
+                f"header (columns {', '.join(str(j + 1) for j in hits)}); rename the others"
+            )
+        return hits[0]
+
+    def kind(self, j):
+        """'numeric', 'text' (no cell is a number), 'mixed' or 'empty'."""
+        cells = [r[j] for r in self.rows if r[j]]
+        if not cells:
+            return "empty"
+        parsed = [_parse_float(c) is not None for c in cells]
+        if all(parsed):
+            return "numeric"
+        return "mixed" if any(parsed) else "text"
+
+    def first_text(self, j):
+        for r, line in zip(self.rows, self.lines, strict=True):
+            if r[j] and _parse_float(r[j]) is None:
+                return line, r[j]
+        return None, None
+
+    def column(self, j, role):
+        """Column j as floats; any empty, non-numeric or non-finite cell is an error."""
+        name = self.header[j]
+        out = np.empty(len(self.rows))
+        for i, (r, line) in enumerate(zip(self.rows, self.lines, strict=True)):
+            cell = r[j]
+            where = f"{self.path}, line {line}, {role} column {name!r}"
+            if not cell:
+                raise ValueError(f"{where}: empty cell (missing values are not supported)")
+            value = _parse_float(cell)
+            if value is None:
+                raise ValueError(f"{where}: {cell!r} is not a number")
+            if not math.isfinite(value):
+                raise ValueError(f"{where}: {cell!r} is not finite (NaN and infinities are "
+                                 "not supported)")
+            out[i] = value
+        return out
+
+
+def _read_csv(path, delimiter):
+    """Read a CSV file with a header row; rows whose cells are all blank are skipped."""
+    header, rows, lines = None, [], []
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh, delimiter=delimiter)
+            try:
+                for row in reader:
+                    cells = [c.strip() for c in row]
+                    if not any(cells):
+                        continue
+                    if header is None:
+                        header = cells
+                        continue
+                    if len(cells) != len(header):
+                        raise ValueError(
+                            f"{path}, line {reader.line_num}: {len(cells)} cells, but the "
+                            f"header has {len(header)} columns"
+                        )
+                    rows.append(cells)
+                    lines.append(reader.line_num)
+            except csv.Error as exc:
+                raise ValueError(f"{path}, line {reader.line_num}: not valid CSV: {exc}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not a UTF-8 text file") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if header is None:
+        raise ValueError(f"{path} is empty: expected a header row and data rows")
+    if not rows:
+        raise ValueError(f"{path} has a header but no data rows")
+    return _CSVTable(path, header, rows, lines)
+
+
+def _fit_columns(table, target, features):
+    """(X, y, feature names, ignored columns) of convex-fit, with one-line errors."""
+    ti = table.index(target, "target")
+    ignored = []
+    if features is not None:
+        for k, name in enumerate(features):
+            if name in features[:k]:
+                raise ValueError(f"--features names the column {name!r} twice")
+        if target in features:
+            raise ValueError(f"--features lists the target column {target!r}")
+        fidx = [table.index(name, "feature") for name in features]
+    else:
+        fidx = []
+        for j, name in enumerate(table.header):
+            if j == ti:
+                continue
+            kind = table.kind(j)
+            if kind in ("text", "empty"):
+                ignored.append(name or f"column {j + 1}")
+                continue
+            label = repr(name) if name else f"{j + 1} (no name in the header)"
+            if kind == "mixed":
+                line, cell = table.first_text(j)
+                raise ValueError(
+                    f"{table.path}, line {line}, column {label}: {cell!r} is not a number "
+                    "(a column of numbers with text in it; missing values are not "
+                    "supported): fix the file or choose the columns with --features"
+                )
+            if not name:
+                raise ValueError(f"{table.path}: column {label} holds numbers; name it "
+                                 "or choose the columns with --features")
+            fidx.append(table.index(name, "feature"))
+        if not fidx:
+            raise ValueError(
+                f"{table.path}: no feature columns: no numeric column besides the target "
+                f"{target!r}" + (f" (non-numeric: {', '.join(ignored)})" if ignored else "")
+            )
+    y = table.column(ti, "target")
+    X = np.column_stack([table.column(j, "feature") for j in fidx])
+    return X, y, [table.header[j] for j in fidx], ignored
+
+
+def _check_output_path(path, option):
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"{option} {path}: the directory {folder} does not exist")
+    if os.path.isdir(path):
+        raise ValueError(f"{option} {path} is a directory")
+
+
+# ---- convex-fit ---------------------------------------------------------------------------
+
+
+def _convex_data(args):
+    """(X, y, feature names, target name, source text, ignored columns, demo test set)."""
+    demo_only = {"--n-samples": args.n_samples, "--dim": args.dim, "--noise": args.noise}
+    if args.demo:
+        if args.data is not None or args.target is not None or args.features is not None:
+            raise ValueError("--demo generates its data: give no DATA.csv, --target or "
+                             "--features")
+        from psdsos.datasets import make_convex_regression
+
+        n = 50 if args.n_samples is None else args.n_samples
+        d = 2 if args.dim is None else args.dim
+        noise = 0.1 if args.noise is None else args.noise
+        X, y = make_convex_regression(n, d, noise=noise, random_state=args.random_state)
+        X_test, y_test = make_convex_regression(N_DEMO_TEST, d, noise=0.0,
+                                                random_state=args.random_state + 1)
+        if args.concave:  # the demo of a concave fit: the negated data of eq. (30)
+            y, y_test = -y, -y_test
+        sign = "-" if args.concave else ""
+        source = (f"demo data, {sign}eq. (30) of the PSD paper (a = 1, noise = {_fmt(noise)}, "
+                  f"seed = {args.random_state})")
+        names = [f"x{j + 1}" for j in range(d)]
+        return X, y, names, "y", source, [], (X_test, y_test)
+    given = [k for k, v in demo_only.items() if v is not None]
+    if given:
+        raise ValueError(f"{', '.join(given)} apply to --demo only")
+    if args.data is None or args.target is None:
+        raise ValueError("convex-fit needs DATA.csv and --target COLUMN (or --demo)")
+    table = _read_csv(args.data, args.delimiter)
+    X, y, names, ignored = _fit_columns(table, args.target, args.features)
+    return X, y, names, args.target, args.data, ignored, None
+
+
+def _check_cv_size(n, k, source):
+    min_train = n - -(-n // k)  # KFold: the largest test fold has ceil(n / k) rows
+    if n < 2:
+        raise ValueError(f"{source} has {n} data row; convex-fit needs at least 2")
+    if n < k or min_train < 2:
+        raise ValueError(
+            f"{source} has {n} data rows: too few for {k}-fold cross-validation (every "
+            "training fold needs 2 rows or more); lower --cv"
+        )
+    return min_train
+
+
+def _save_convex_model(model, path, feature_names, target):
+    """ConvexRegressor.save, then the column names added to the file's JSON metadata."""
+    from psdsos.sos import load_npz, save_npz
+
+    model.save(path)
+    path = os.fspath(path)
+    written = path if path.endswith(".npz") else path + ".npz"  # numpy's rule
+    arrays, meta = load_npz(written)
+    meta[COLUMNS_KEY] = {"features": list(feature_names), "target": target}
+    save_npz(written, arrays, meta)
+    return written
+
+
+def _convex_fit(args, out):
+    from sklearn.metrics import mean_squared_error
+    from sklearn.model_selection import KFold
+
+    from psdsos.estimators import ConvexRegressor
+    from psdsos.model_selection import grid_search_cv
+    from psdsos.solvers import InaccurateSolutionWarning
+
+    args.verbose = not args.quiet
+    X, y, names, target, source, ignored, test = _convex_data(args)
+    n, p = X.shape
+    min_train = _check_cv_size(n, args.cv, source)
+    r = args.n_landmarks
+    if r is None:
+        r = PAPER_N_LANDMARKS if min_train > PAPER_N_LANDMARKS else None
+    elif r == "exact":
+        r = None
+    elif r > min_train:
+        raise ValueError(f"--n-landmarks {r} exceeds the {min_train} rows of the smallest "
+                         f"{args.cv}-fold training set")
+    plot = args.plot
+    for path, option in ((args.model, "--model"), (plot, "--plot")):
+        if path is not None:
+            _check_output_path(path, option)
+    if plot is not None and p > 2:
+        print(f"psdsos: warning: --plot skipped: cannot plot a function of {p} features "
+              "(only 1 or 2)", file=sys.stderr)
+        plot = None
+    if plot is not None:
+        from psdsos.plotting import plot_convex_fit
+
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise ImportError("--plot needs matplotlib: pip install psdsos[plot]") from None
+
+    grid, grid_text = _convex_grid(args.grid)
+    given = [key for key in ("rho", "lam2", "sigma") if getattr(args, key) is not None]
+    if given:
+        for key in given:
+            grid[key] = getattr(args, key)
+        grid_text = ", ".join(f"{key} in {{{', '.join(_fmt(v) for v in grid[key])}}}"
+                              for key in ("rho", "lam2", "sigma"))
+        grid_text += (f" ({', '.join('--' + key for key in given)} given, the rest from the "
+                      f"{args.grid} grid)")
+    settings = {}
+    if args.tol is not None:
+        settings["tol"] = args.tol
+    if args.max_iter is not None:
+        settings["max_iter"] = args.max_iter
+    est = ConvexRegressor(args.kernel, lam1=0.0, solver=args.solver,
+                          primal_solver=args.primal_solver, n_landmarks=r,
+                          concave=args.concave, random_state=args.random_state, **settings)
+    cv_params = None
+    if args.solver == "dual":
+        cv_params = {"max_iter": min(est.max_iter, CONVEX_CV_MAX_ITER)}
+
+    shape = "concave" if args.concave else "convex"
+    print(f"psdsos convex-fit: {source}", file=out)
+    print(f"data: n = {n} rows, features: {', '.join(names)}; target: {target}; "
+          f"{shape} fit", file=out)
+    if ignored:
+        print(f"ignored non-numeric columns: {', '.join(ignored)}", file=out)
+    features_text = f"Nystrom rank {r}" if r is not None else "exact features"
+    print(f"grid: {grid_text}", file=out)
+    print(f"model: ConvexRegressor, {args.kernel} kernel, lam1 = 0, {features_text}, "
+          f"solver = {args.solver}"
+          + (f" ({args.primal_solver})" if args.solver == "primal" else ""), file=out)
+
+    cv = KFold(args.cv, shuffle=True, random_state=args.random_state)
+    with warnings.catch_warnings():
+        # counted in the search result and printed below
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", FitFailedWarning)
+        # 'optimal_inaccurate' primal solves of the CV fits (the refit's are printed)
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        warnings.filterwarnings("ignore", message="Solution may be inaccurate",
+                                category=UserWarning)
+        res = grid_search_cv(est, X, y, grid, cv=cv, scoring="neg_mse", n_jobs=args.n_jobs,
+                             verbose=args.verbose, cv_params=cv_params, refit=False)
+    n_cand = len(res.cv_results_["params"])
+    note = ""
+    if res.n_not_converged:
+        note += (f"; {res.n_not_converged} fits stopped at max_iter = "
+                 f"{cv_params['max_iter']} (warnings silenced)")
+    if res.n_failed:
+        note += f"; {res.n_failed} fits failed (scored NaN)"
+    print(f"{args.cv}-fold CV (shuffled, seed {args.random_state}): {n_cand} candidates x "
+          f"{res.n_splits_} folds = {res.n_fits} fits in {res.wall_time:.1f} s{note}", file=out)
+    best = res.best_params_
+    best_nc = int(res.cv_results_["n_not_converged"][res.best_index_])
+    if best_nc:
+        print(f"psdsos: warning: {best_nc} of the selected candidate's {res.n_splits_} CV fits "
+              "stopped at max_iter; its CV error may be an artifact of early stopping",
+              file=sys.stderr)
+    with warnings.catch_warnings(record=True) as caught:  # the refit on all the rows
+        warnings.simplefilter("always")
+        model = clone(est).set_params(**best).fit(X, y)
+    if any(issubclass(w.category, InaccurateSolutionWarning) for w in caught):
+        # CVXPY's own "Solution may be inaccurate" says the same thing at more length
+        caught = [w for w in caught if not str(w.message).startswith("Solution may be inacc")]
+    for w in caught:
+        print(f"psdsos: warning (refit): {' '.join(str(w.message).split())}", file=sys.stderr)
+
+    print(f"selected: rho = {_fmt(best['rho'])}, lam2 = {_fmt(best['lam2'])}, "
+          f"sigma = {_fmt(best['sigma'])} (sigma^2 = {_fmt(best['sigma'] ** 2)})", file=out)
+    print(f"CV error (MSE): {-res.best_score_:.6g}", file=out)
+    print(f"training error (MSE): {mean_squared_error(y, model.predict(X)):.6g}", file=out)
+    deficit = model.convexity_deficit(random_state=args.random_state)
+    kind, hessian = ("concavity", "-Hessian") if args.concave else ("convexity", "Hessian")
+    print(f"{kind} deficit: {deficit:.4g} (max(0, -min eigenvalue of the {hessian}) at 4096 "
+          "Sobol points in the bounding box of the features; 0: no violation found)", file=out)
+    if test is not None:
+        X_test, y_test = test
+        err = mean_squared_error(y_test, model.predict(X_test))
+        print(f"held-out error (MSE) against the noiseless function, {len(y_test)} new "
+              f"points: {err:.6g}", file=out)
+    if args.model is not None:
+        written = _save_convex_model(model, args.model, names, target)
+        print(f"model file: {written}", file=out)
+    if plot is not None:
+        title = (f"{shape} fit of {target}: rho = {_fmt(best['rho'])}, "
+                 f"lam2 = {_fmt(best['lam2'])}, sigma = {_fmt(best['sigma'])}")
+        fig = plot_convex_fit(model, X, y, feature_names=names, target_name=target,
+                              title=title)
+        fig.savefig(plot, dpi=120)
+        print(f"figure: {plot}", file=out)
+    return 0
+
+
+# ---- convex-predict -----------------------------------------------------------------------
+
+
+def _convex_predict(args, out):
+    from sklearn.metrics import mean_squared_error
+
+    from psdsos.estimators import ConvexRegressor, load
+    from psdsos.sos import load_npz
+
+    model = load(args.model)
+    if not isinstance(model, ConvexRegressor):
+        raise ValueError(f"{args.model} holds a {type(model).__name__}, not a ConvexRegressor "
+                         "(write one with psdsos convex-fit --model)")
+    _, meta = load_npz(args.model)
+    columns = meta.get(COLUMNS_KEY) or {}
+    names = args.features if args.features is not None else columns.get("features")
+    if names is None:
+        raise ValueError(f"{args.model} has no feature names (it was not written by "
+                         "psdsos convex-fit): give them with --features")
+    if len(names) != model.n_features_in_:
+        raise ValueError(f"the model takes {model.n_features_in_} features, but "
+                         f"{len(names)} feature columns were given: {', '.join(names)}")
+    for k, name in enumerate(names):
+        if name in names[:k]:
+            raise ValueError(f"feature column {name!r} is named twice")
+    target = columns.get("target")
+    column = args.column or (f"{target}_predicted" if target else "predicted")
+    if args.out is not None:
+        _check_output_path(args.out, "--out")
+    table = _read_csv(args.data, args.delimiter)
+    if column in table.header:
+        raise ValueError(f"{args.data} already has a column {column!r}; name the predictions "
+                         "with --column")
+    X = np.column_stack([table.column(table.index(name, "feature"), "feature")
+                         for name in names])
+    pred = model.predict(X)
+
+    def write(fh):
+        writer = csv.writer(fh, delimiter=args.delimiter, lineterminator="\n")
+        writer.writerow(table.header + [column])
+        for row, v in zip(table.rows, pred, strict=True):
+            writer.writerow(row + [repr(float(v))])
+
+    if args.out is None:
+        write(out)
+        return 0
+    with open(args.out, "w", newline="", encoding="utf-8") as fh:
+        write(fh)
+    print(f"psdsos convex-predict: {len(pred)} rows of {args.data}, features: "
+          f"{', '.join(names)}", file=out)
+    if target is not None and target in table.header:
+        try:
+            y = table.column(table.index(target, "target"), "target")
+        except ValueError:
+            y = None
+        if y is not None:
+            print(f"error (MSE) against column {target!r}: "
+                  f"{mean_squared_error(y, pred):.6g}", file=out)
+    print(f"predictions: {args.out} (column {column!r})", file=out)
+    return 0
+
+
 def main(argv=None):
     """Run the ``psdsos`` command line; return the exit code.
 
@@ -191,7 +788,7 @@ def main(argv=None):
         msg = " ".join(str(exc).split()) or type(exc).__name__
         print(f"psdsos: error: {msg}", file=sys.stderr)
         return 1
-    if args.verbose:
+    if getattr(args, "verbose", False):
         print(f"total time: {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return code
 

@@ -784,3 +784,17 @@ def test_dual_when_the_optimal_kernel_part_is_zero():
     rec = silent_fit(est, X, y)
     assert est.objective_ == pytest.approx(np.mean(y**2), rel=1e-5)
     assert not rec
+
+
+def test_save_keeps_the_bandwidth_of_a_kernel_object(tmp_path):
+    """A Kernel object's sigma wins over the estimator's (unused) sigma in the saved params."""
+    from psdsos import load
+    from psdsos.kernels import GaussianKernel
+
+    X, y = make_data(0, 10, 2, True)
+    est = ConvexRegressor(kernel=GaussianKernel(0.5), sigma=1.0, rho=1e-3, lam2=1e-3).fit(X, y)
+    est.save(tmp_path / "m.npz")
+    back = load(tmp_path / "m.npz")
+    assert back.get_params()["sigma"] == 0.5
+    assert back.kernel_.sigma == 0.5
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))

@@ -134,6 +134,7 @@ def load(path):
 def save_estimator(estimator, path, arrays, extra_meta):
     """Write a fitted estimator: its constructor params (JSON-able only) plus arrays."""
     params = {}
+    kernel_sigma = None
     for k, v in estimator.get_params(deep=False).items():
         if isinstance(v, Kernel):
             if type(v) not in KERNELS.values():
@@ -141,12 +142,15 @@ def save_estimator(estimator, path, arrays, extra_meta):
                     f"cannot save {type(estimator).__name__} with a custom kernel object "
                     f"{v!r}: only built-in kernels are saved"
                 )
+            kernel_sigma = float(v.sigma)
             v = v.name
-            params["sigma"] = float(estimator.kernel_.sigma)
         if isinstance(v, np.random.Generator):
             v = None
         if isinstance(v, (np.integer, np.floating)):
             v = v.item()
         params[k] = v
+    if kernel_sigma is not None:
+        # a Kernel object carries its own bandwidth: it wins over the estimator's sigma
+        params["sigma"] = kernel_sigma
     meta = {"type": type(estimator).__name__, "params": params, **extra_meta}
     save_npz(path, arrays, meta)

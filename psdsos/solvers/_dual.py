@@ -24,10 +24,16 @@ PSD least squares (eq. 12) and convex regression (eq. 29) are instances; see
 
 The solver is an accelerated (Nesterov/FISTA) gradient method with
 
+* steps in the metric of the curvature bound
+  :math:`\mathbf P = \nabla^2 q + \lambda_2^{-1}(\mathbf K_\Phi\circ\mathbf K_\Phi)\otimes I`
+  (:class:`~psdsos.solvers.DualPreconditioner`), in which grad D is 1-Lipschitz: the
+  ill-conditioning of the kernel's Hadamard square no longer sets the number of
+  iterations (convex regression, n = 40: 64 iterations instead of > 20,000; PSD
+  regression, n = 100: 11 instead of 221);
 * a backtracking step size that may grow (never below the worst-case 1/L, which is
   always accepted), so the step follows the local curvature of the negative part;
 * momentum :math:`(1-\sqrt{\mu\eta})/(1+\sqrt{\mu\eta})` when q is mu-strongly convex,
-  the FISTA sequence otherwise, and a function-value restart in both cases
+  the FISTA sequence otherwise, and a gradient restart in both cases
   (O'Donoghue and Candes, 2015);
 * stopping on the relative duality gap
   :math:`(P(\mathbf B(\Gamma)) - (-D(\Gamma))) / \max(|P|, |D|)`, computed at every

@@ -486,7 +486,7 @@ class ConvexRegressionExactProblem:
         F = (V[:, keep] * np.sqrt(lam[keep])).reshape(self.m, len(self.iu), -1)
         d = self.d
         Uf = np.zeros((self.m, d, d, F.shape[2]))
-        for idx, (a, b) in enumerate(zip(self.iu, self.ju)):
+        for idx, (a, b) in enumerate(zip(self.iu, self.ju, strict=True)):
             Uf[:, a, b] = F[:, idx]
             Uf[:, b, a] = F[:, idx]
         return Uf.reshape(self.m * d * d, -1)

@@ -1,0 +1,405 @@
+r"""The SELF estimator (manifold paper, eq. 2-3) and the KRLS baseline (Appendix G)."""
+
+from __future__ import annotations
+
+import copy
+import numbers
+
+import numpy as np
+import scipy.linalg as sla
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from psdsos.estimators._base import (
+    KERNEL_OPTIONS,
+    Interval,
+    Options,
+    RandomState,
+    register_loadable,
+    save_estimator,
+    validate_params,
+)
+from psdsos.features import NystromFeatures
+from psdsos.kernels import Kernel, get_kernel
+from psdsos.structured._base import OutputSpace, resolve_method
+from psdsos.structured._registry import get_output_space, output_spaces
+
+__all__ = ["SELFEstimator", "KRLSEstimator"]
+
+
+class _OutputOption:
+    """``output``: a registered name or an OutputSpace instance (ValueError naming output)."""
+
+    def check(self, name, value, owner):
+        if isinstance(value, OutputSpace):
+            return
+        if isinstance(value, str) and value.lower() in output_spaces():
+            return
+        raise ValueError(
+            f"{name} of {owner} must be one of {sorted(output_spaces())} or an OutputSpace "
+            f"instance, got {value!r}"
+        )
+
+
+_COMMON_CONSTRAINTS = {
+    "kernel": KERNEL_OPTIONS,
+    "sigma": Interval(numbers.Real, 0.0, None, closed="neither"),
+    "lam": Interval(numbers.Real, 0.0, None, closed="neither"),
+    "output": _OutputOption(),
+    "n_landmarks": Interval(numbers.Integral, 1, None, allow_none=True),
+    "landmarks": Options(["uniform", "greedy"]),
+    "random_state": RandomState(),
+}
+
+
+class _KernelWeights(BaseEstimator):
+    """Shared machinery: the ridge weights alpha(x) of eq. 3 (exact or Nystrom)."""
+
+    def _fit_weights(self, X, Y):
+        validate_params(self)
+        X = validate_data(self, X, reset=True, dtype=np.float64, ensure_min_samples=2)
+        n = X.shape[0]
+        if Y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None "
+                "(pass the outputs Y)"
+            )
+        space = copy.deepcopy(get_output_space(self.output))
+        for opt in ("max_iter", "tol"):
+            val = getattr(self, opt, None)
+            if val is not None and hasattr(space, opt):
+                setattr(space, opt, val)
+        Yc = space.check_Y(Y, "Y")
+        if len(Yc) != n:
+            raise ValueError(f"X and Y have different numbers of samples: {n} and {len(Yc)}")
+        kernel = self.kernel if isinstance(self.kernel, Kernel) else get_kernel(
+            self.kernel.lower(), self.sigma)
+        self.kernel_ = kernel
+        if self.n_landmarks is None:
+            K = kernel(X, X)
+            K[np.diag_indices(n)] += n * self.lam
+            try:
+                L, _ = sla.cho_factor(K, lower=True, check_finite=False)
+            except sla.LinAlgError:
+                raise ValueError(
+                    "K + n lam I is not numerically positive definite; increase lam"
+                ) from None
+            self.X_fit_ = X
+            self.cholesky_ = np.tril(L)
+            self.__dict__.pop("features_", None)
+            self.__dict__.pop("coef_map_", None)
+        else:
+            if self.n_landmarks > n:
+                raise ValueError(f"n_landmarks must be <= n_samples = {n}, got {self.n_landmarks}")
+            features = NystromFeatures(kernel, n_landmarks=self.n_landmarks,
+                                       landmarks=self.landmarks,
+                                       random_state=self.random_state).fit(X)
+            Phi = features.transform(X)  # (n, r)
+            r = Phi.shape[1]
+            A = Phi.T @ Phi
+            A[np.diag_indices(r)] += n * self.lam
+            cf = sla.cho_factor(A, lower=True, check_finite=False)
+            self.features_ = features
+            self.coef_map_ = sla.cho_solve(cf, Phi.T, check_finite=False)  # (r, n)
+            self.__dict__.pop("X_fit_", None)
+            self.__dict__.pop("cholesky_", None)
+        space.fit(Y)  # the raw Y: a space may record its format (1-D, vectorized, ...)
+        self.output_space_ = space
+        self.n_train_ = n
+        return self
+
+    def scores(self, X):
+        r"""The SELF weights of eq. 3 for each test point.
+
+        .. math::
+
+            \alpha(x) = (\mathbf K + n\lambda I)^{-1} v(x), \qquad v(x)_i = k(x, x_i),
+
+        or, with ``n_landmarks = r``, the Nystrom approximation of kernel ridge,
+        :math:`\alpha(x) = \Phi(\Phi^\top\Phi + n\lambda I)^{-1}\phi(x)` with
+        :math:`\Phi \in \mathbb R^{n \times r}` the Nystrom features of the training inputs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_test, n_features)
+
+        Returns
+        -------
+        alpha : ndarray of shape (n_test, n_train)
+        """
+        check_is_fitted(self, "output_space_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        if getattr(self, "features_", None) is not None:
+            return self.features_.transform(X) @ self.coef_map_
+        V = self.kernel_(self.X_fit_, X)  # (n, m)
+        return sla.cho_solve((self.cholesky_, True), V, check_finite=False).T
+
+    def score(self, X, Y):
+        """Minus the mean loss of the output space (higher is better; for GridSearchCV).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_test, n_features)
+        Y : outputs in the format of the output space
+
+        Returns
+        -------
+        float
+        """
+        check_is_fitted(self, "output_space_")
+        P = self.predict(X)
+        Yc = self.output_space_.check_Y(Y, "Y")
+        if len(Yc) != len(P):
+            raise ValueError(f"X and Y have different numbers of samples: {len(P)} and {len(Yc)}")
+        return -float(np.mean(self.output_space_.loss(Yc.reshape(P.shape), P)))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+    # ---- persistence -----------------------------------------------------------------
+    def save(self, path):
+        """Save the fitted estimator (.npz + JSON metadata, loaded without pickle).
+
+        The output space is stored by its registered name and ``to_config()``; a space that
+        is not in the registry (:func:`psdsos.structured.get_output_space`) cannot be saved.
+        """
+        check_is_fitted(self, "output_space_")
+        space = self.output_space_
+        registry = output_spaces()
+        if registry.get(space.name) is not type(space):
+            raise ValueError(
+                f"cannot save {type(self).__name__} with output {space!r}: only registered "
+                f"output spaces ({sorted(registry)}) are saved"
+            )
+        arrays = {"Y_train": np.asarray(space.Y_train_)}
+        if getattr(self, "features_", None) is not None:
+            farr, fmeta = self.features_.to_arrays()
+            arrays.update({f"features_{k}": v for k, v in farr.items()})
+            arrays["coef_map"] = self.coef_map_
+        else:
+            fmeta = None
+            arrays["X_fit"] = self.X_fit_
+            arrays["cholesky"] = self.cholesky_
+        out = self.output
+        out_meta = (out.lower() if isinstance(out, str)
+                    else {"name": out.name, "config": out.to_config()})
+        if not isinstance(out, str) and registry.get(out.name) is not type(out):
+            raise ValueError(f"cannot save {type(self).__name__} with an unregistered output "
+                             f"space {out!r}")
+        shallow = copy.copy(self)
+        shallow.output = space.name
+        extra = {
+            "output": out_meta,
+            "output_space": {"name": space.name, "config": space.to_config()},
+            "features": fmeta,
+            # the fitted kernel itself (save_estimator's params may keep the default sigma
+            # when a Kernel object was passed)
+            "kernel_": {"name": self.kernel_.name, "sigma": float(self.kernel_.sigma)},
+            "fitted": {"n_features_in_": int(self.n_features_in_), "n_train_": self.n_train_,
+                       "y_1d": bool(getattr(space, "_1d", False))},
+        }
+        save_estimator(shallow, path, arrays, extra)
+
+    @classmethod
+    def _from_saved(cls, arrays, meta):
+        registry = output_spaces()
+        params = dict(meta["params"])
+        out = meta["output"]
+        params["output"] = out if isinstance(out, str) else registry[out["name"]].from_config(
+            out["config"])
+        est = cls(**params)
+        sp = meta["output_space"]
+        space = registry[sp["name"]].from_config(sp["config"])
+        Y = arrays["Y_train"]
+        if meta["fitted"]["y_1d"]:
+            Y = Y[:, 0]
+        space.fit(Y)
+        est.output_space_ = space
+        est.kernel_ = get_kernel(meta["kernel_"]["name"], meta["kernel_"]["sigma"])
+        if meta["features"] is not None:
+            farr = {k[len("features_"):]: v for k, v in arrays.items()
+                    if k.startswith("features_")}
+            est.features_ = NystromFeatures.from_arrays(farr, meta["features"])
+            est.kernel_ = est.features_.kernel_
+            est.coef_map_ = arrays["coef_map"]
+        else:
+            est.X_fit_ = arrays["X_fit"]
+            est.cholesky_ = arrays["cholesky"]
+        est.n_features_in_ = meta["fitted"]["n_features_in_"]
+        est.n_train_ = meta["fitted"]["n_train_"]
+        return est
+
+
+@register_loadable
+class SELFEstimator(_KernelWeights):
+    r"""SELF structured prediction (Ciliberto et al. 2016; Rudi et al. 2018, eq. 2-3).
+
+    .. math::
+
+        \hat f(x) = \operatorname*{argmin}_{y \in \mathcal Y}
+            \sum_{i=1}^n \alpha_i(x)\, \Delta(y, y_i), \qquad
+        \alpha(x) = (\mathbf K + n\lambda I)^{-1} v(x),\quad v(x)_i = k(x, x_i).
+
+    Training factorizes :math:`\mathbf K + n\lambda I` once (Cholesky); prediction computes
+    the weights (:meth:`scores`) and hands them, batched, to the output space's ``decode``
+    (a closed form, a CVXPY problem built once and re-solved, or Riemannian gradient descent;
+    see each space).  With ``n_landmarks = r`` the weights are those of Nystrom kernel ridge,
+    :math:`\alpha(x) = \Phi(\Phi^\top\Phi + n\lambda I)^{-1}\phi(x)` (section 4: O(n r^2)
+    training, no n x n inverse).
+
+    Parameters
+    ----------
+    kernel : {"gaussian", "exponential", "matern32", "matern52"} or Kernel, default="gaussian"
+    sigma : float, default=1.0
+        Bandwidth (ignored when ``kernel`` is a Kernel object).
+    lam : float, default=1e-3
+        Ridge parameter lambda > 0 of eq. 3.
+    output : str or OutputSpace, default="euclidean"
+        "euclidean", "spd", "spd_logeuclidean", "bures", "sphere", "fisher_simplex" or a
+        discrete space name ("multiclass", ... once registered), or an OutputSpace object
+        (copied at fit: the object passed is not modified).
+    decode_method : str, default="auto"
+        "auto" (the space's first method) or one of the space's ``decode_methods``.
+    n_landmarks : int or None, default=None
+        Nystrom rank r (None: exact kernel ridge weights).
+    landmarks : {"uniform", "greedy"}, default="uniform"
+    max_iter, tol : int, float or None, default=None
+        When not None, override the output space's own ``max_iter`` / ``tol`` (iterative
+        decoders: Riemannian gradient norm; CVXPY decoders: solver tolerance).
+    random_state : None, int or Generator
+        Seeds the Nystrom landmarks.
+
+    Attributes
+    ----------
+    output_space_ : OutputSpace
+        The fitted copy of the output space (it holds the training outputs).
+    kernel_ : Kernel
+    X_fit_ : ndarray (n, p) and cholesky_ : ndarray (n, n)
+        Training inputs and lower Cholesky factor of K + n lam I (exact weights).
+    features_ : NystromFeatures and coef_map_ : ndarray (r, n)
+        With Nystrom: alpha(x) = phi(x) @ coef_map_.
+    n_train_ : int
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from psdsos.structured import SELFEstimator
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, (30, 1))
+    >>> Y = np.c_[np.cos(2 * X[:, 0]), np.sin(2 * X[:, 0])]
+    >>> model = SELFEstimator(sigma=0.3, lam=1e-4, output="sphere").fit(X, Y)
+    >>> np.allclose(np.linalg.norm(model.predict(X[:3]), axis=1), 1.0)
+    True
+    """
+
+    _parameter_constraints = {
+        **_COMMON_CONSTRAINTS,
+        "decode_method": Options(["auto", "oracle", "cvxpy", "rgd", "closed_form"]),
+        "max_iter": Interval(numbers.Integral, 1, None, allow_none=True),
+        "tol": Interval(numbers.Real, 0.0, None, closed="neither", allow_none=True),
+    }
+
+    def __init__(self, kernel="gaussian", sigma=1.0, *, lam=1e-3, output="euclidean",
+                 decode_method="auto", n_landmarks=None, landmarks="uniform", max_iter=None,
+                 tol=None, random_state=None):
+        self.kernel = kernel
+        self.sigma = sigma
+        self.lam = lam
+        self.output = output
+        self.decode_method = decode_method
+        self.n_landmarks = n_landmarks
+        self.landmarks = landmarks
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    def fit(self, X, Y):
+        """Factorize K + n lam I and store the training outputs in the output space.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), n_samples >= 2
+        Y : outputs in the format of the output space (ARCHITECTURE.md)
+
+        Returns
+        -------
+        self
+        """
+        validate_params(self)
+        space = get_output_space(self.output)
+        resolve_method(space, self.decode_method)  # ValueError naming decode_method, early
+        return self._fit_weights(X, Y)
+
+    def predict(self, X):
+        """Decode eq. 2 at each test point: ``output_space_.decode(scores(X))``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_test, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_test, *output_shape), in the output space.
+        """
+        check_is_fitted(self, "output_space_")
+        return self.output_space_.decode(self.scores(X), method=self.decode_method)
+
+
+@register_loadable
+class KRLSEstimator(_KernelWeights):
+    r"""Kernel regularized least squares + projection: the baseline of the manifold paper
+    (Appendix G).
+
+    .. math::
+
+        \hat f(x) = \Pi_{\mathcal Y}\Big(\sum_{i=1}^n \alpha_i(x)\, y_i\Big), \qquad
+        \alpha(x) = (\mathbf K + n\lambda I)^{-1} v(x),
+
+    i.e. one kernel ridge regression per entry of the (vectorized) output, then the output
+    space's ``project``: eigenvalue clipping at 1e-12 (relative floor 1e-10) for "spd" /
+    "spd_logeuclidean" (the paper's choice), at 0 for "bures", normalization for "sphere",
+    Euclidean projection onto the simplex for "fisher_simplex", the constraint projection for
+    "euclidean".
+
+    Parameters
+    ----------
+    kernel, sigma, lam, output, n_landmarks, landmarks, random_state :
+        As :class:`SELFEstimator` (no decoding options: the prediction is a closed form).
+    """
+
+    _parameter_constraints = dict(_COMMON_CONSTRAINTS)
+
+    def __init__(self, kernel="gaussian", sigma=1.0, *, lam=1e-3, output="euclidean",
+                 n_landmarks=None, landmarks="uniform", random_state=None):
+        self.kernel = kernel
+        self.sigma = sigma
+        self.lam = lam
+        self.output = output
+        self.n_landmarks = n_landmarks
+        self.landmarks = landmarks
+        self.random_state = random_state
+
+    def fit(self, X, Y):
+        """Factorize K + n lam I (see :class:`SELFEstimator`); returns self."""
+        validate_params(self)
+        space = get_output_space(self.output)
+        if type(space).project is OutputSpace.project:
+            raise ValueError(
+                f"output {space.name!r} offers no projection (OutputSpace.project); "
+                "KRLSEstimator needs one"
+            )
+        return self._fit_weights(X, Y)
+
+    def predict(self, X):
+        """Projected kernel ridge predictions, shape (n_test, *output_shape)."""
+        check_is_fitted(self, "output_space_")
+        alpha = self.scores(X)
+        space = self.output_space_
+        Z = np.tensordot(alpha, np.asarray(space.Y_train_, dtype=np.float64), axes=(1, 0))
+        P = space.project(Z)
+        if getattr(space, "_1d", False):
+            P = P[:, 0]
+        return P

@@ -1,0 +1,338 @@
+r"""The Euclidean output space (squared loss), optionally restricted to a convex set.
+
+For the squared loss :math:`\Delta(y, y') = \|y - y'\|^2` the SELF decoding (manifold
+paper, eq. 2) needs a decision about the weights, because
+
+.. math::
+
+    \sum_i \alpha_i \|y - y_i\|^2
+      = \Big(\sum_i \alpha_i\Big) \|y\|^2 - 2 \Big\langle y, \sum_i \alpha_i y_i \Big\rangle
+        + \text{const}
+
+is minimized by the weighted mean :math:`\sum_i \alpha_i y_i / \sum_i \alpha_i` only when
+:math:`\sum_i \alpha_i > 0` (and is unbounded below otherwise).  The loss is SELF (eq. 4) with
+:math:`\psi(y) = (y, \|y\|^2, 1)`: SELF estimates the conditional mean of each component of
+:math:`\psi` by kernel ridge regression (eq. 9), and the component that multiplies
+:math:`\|y\|^2` is the conditional mean of the constant 1, which is known exactly.  Using that
+exact value gives
+
+.. math::
+
+    \hat f(x) = \operatorname*{argmin}_{y \in \mathcal C} \|y\|^2 - 2\Big\langle y,
+        \sum_i \alpha_i(x) y_i\Big\rangle
+      = \Pi_{\mathcal C}\Big(\sum_i \alpha_i(x)\, y_i\Big),
+
+i.e. kernel ridge regression (the literature's SELF estimator for the squared loss) followed
+by the Euclidean projection onto the constraint set :math:`\mathcal C`.  This is what
+:class:`EuclideanSpace` decodes: it is linear in alpha, defined for every sign pattern of the
+weights (no negative-weight policy needed) and a convex problem for every convex
+:math:`\mathcal C`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
+from psdsos.structured._common import as_finite, check_float, solve_parametric
+
+__all__ = ["EuclideanSpace", "project_box", "project_simplex", "project_psd_cone"]
+
+
+# --------------------------------------------------------------------------------------
+# closed-form projections (plain functions, batched over rows)
+# --------------------------------------------------------------------------------------
+def project_box(Z, lo, hi):
+    r"""Euclidean projection onto the box :math:`[lo, hi]^k`: entry-wise clipping.
+
+    Parameters
+    ----------
+    Z : array-like of shape (..., k)
+    lo, hi : float
+        Bounds, ``lo <= hi``.
+
+    Returns
+    -------
+    ndarray of the shape of ``Z``.
+    """
+    Z = as_finite(Z, "Z")
+    if not lo <= hi:
+        raise ValueError(f"lo must be <= hi, got lo={lo!r}, hi={hi!r}")
+    return np.clip(Z, lo, hi)
+
+
+def project_simplex(Z):
+    r"""Euclidean projection of each row onto the probability simplex (sorting algorithm).
+
+    .. math::
+
+        \Pi_\Delta(z) = \max(z - \tau, 0), \qquad
+        \tau = \frac{1}{\rho}\Big(\sum_{j \le \rho} z_{(j)} - 1\Big), \quad
+        \rho = \max\Big\{j : z_{(j)} - \tfrac1j\big(\textstyle\sum_{l \le j} z_{(l)} - 1\big)
+               > 0\Big\},
+
+    with :math:`z_{(1)} \ge z_{(2)} \ge \dots` the sorted entries (Held, Wolfe and Crowder,
+    1974; Duchi et al., 2008).
+
+    Parameters
+    ----------
+    Z : array-like of shape (k,) or (n, k)
+
+    Returns
+    -------
+    P : ndarray of the shape of ``Z``
+        Non-negative rows summing to one.
+    """
+    Z = as_finite(Z, "Z")
+    one = Z.ndim == 1
+    Z2 = np.atleast_2d(Z)
+    if Z2.ndim != 2 or Z2.shape[1] < 1:
+        raise ValueError(f"Z must have shape (k,) or (n, k) with k >= 1, got {Z.shape}")
+    # shift by the row max: the projection is unchanged by this reparametrization
+    # (tau shifts with it) and large inputs (1e9) stay exact
+    shift = Z2.max(axis=1, keepdims=True)
+    U = -np.sort(-(Z2 - shift), axis=1)
+    css = np.cumsum(U, axis=1) - 1.0
+    j = np.arange(1, Z2.shape[1] + 1)
+    cond = U - css / j > 0
+    rho = Z2.shape[1] - np.argmax(cond[:, ::-1], axis=1)  # last index where cond holds
+    tau = css[np.arange(len(Z2)), rho - 1] / rho
+    P = np.maximum(Z2 - shift - tau[:, None], 0.0)
+    return P[0] if one else P
+
+
+def project_psd_cone(S, floor=0.0):
+    r"""Projection of symmetric matrices onto :math:`\{Y \succeq \text{floor}\cdot I\}`.
+
+    .. math::
+
+        \Pi(S) = V \operatorname{diag}(\max(\lambda, \text{floor})) V^\top,
+        \qquad \operatorname{sym}(S) = V \operatorname{diag}(\lambda) V^\top,
+
+    the Frobenius projection (eigenvalue clipping) of the symmetric part of ``S``.
+
+    Parameters
+    ----------
+    S : array-like of shape (..., d, d)
+    floor : float, default=0.0
+        Smallest eigenvalue kept (the manifold paper's KRLS baseline uses 1e-12).
+
+    Returns
+    -------
+    ndarray of shape (..., d, d), symmetric.
+    """
+    S = as_finite(S, "S")
+    if S.ndim < 2 or S.shape[-1] != S.shape[-2]:
+        raise ValueError(f"S must have shape (..., d, d), got {S.shape}")
+    S = 0.5 * (S + np.swapaxes(S, -1, -2))
+    w, V = np.linalg.eigh(S)
+    P = (V * np.maximum(w, floor)[..., None, :]) @ np.swapaxes(V, -1, -2)
+    return 0.5 * (P + np.swapaxes(P, -1, -2))
+
+
+# --------------------------------------------------------------------------------------
+class EuclideanSpace(OutputSpace):
+    r"""Vectors with the squared loss, optionally constrained to a convex set.
+
+    .. math::
+
+        \Delta(y, y') = \|y - y'\|_2^2, \qquad
+        \hat f(x) = \Pi_{\mathcal C}\Big(\sum_{i=1}^n \alpha_i(x)\, y_i\Big)
+        = \operatorname*{argmin}_{y \in \mathcal C}\ \Big\|y - \sum_i \alpha_i(x) y_i\Big\|^2,
+
+    the SELF estimator of the squared loss (see the module docstring: the coefficient of
+    :math:`\|y\|^2` in eq. 2 is the conditional mean of 1, taken exactly), i.e. kernel ridge
+    regression projected onto :math:`\mathcal C`.
+
+    Negative-weight policy: none needed.  The decoding is linear in alpha before the
+    projection, so signed weights and weights that do not sum to one are used as they are
+    (the same prediction as kernel ridge regression, eq. 9).
+
+    Parameters
+    ----------
+    constraint : {None, "box", "simplex", "psd"}, default=None
+        ``None``: :math:`\mathcal C = \mathbb R^k` (decoding = kernel ridge, closed form).
+        ``"box"``: :math:`[lo, hi]^k`.  ``"simplex"``: the probability simplex.
+        ``"psd"``: the PSD cone; outputs are symmetric d x d matrices given either as
+        (n, d, d) or row-vectorized as (n, d*d) -- predictions come back in the same format.
+    lo, hi : float, default=0.0, 1.0
+        Bounds of the box (used only with ``constraint="box"``).
+    solver : {"CLARABEL", "SCS"}, default="CLARABEL"
+        CVXPY solver of the "cvxpy" decoding.
+    tol : float, default=1e-9
+        Solver tolerance of the "cvxpy" decoding.
+
+    Notes
+    -----
+    Decode methods: unconstrained ``("closed_form",)``; constrained ``("cvxpy",
+    "closed_form")``.  "cvxpy" builds ONE problem per space,
+    ``minimize sum_squares(y - m)`` over :math:`\mathcal C` with ``m`` a ``cp.Parameter`` (DPP),
+    and re-solves it per test point; "closed_form" applies the matching projection
+    (:func:`project_box`, :func:`project_simplex`, :func:`project_psd_cone`).
+
+    Y formats: (n, k) rows (a 1-D ``Y`` of shape (n,) is read as k = 1 and predictions are then
+    1-D, as scikit-learn regressors do).  ``check_Y`` requires the rows to lie in
+    :math:`\mathcal C` (to 1e-8).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from psdsos.structured import EuclideanSpace
+    >>> space = EuclideanSpace("simplex").fit(np.eye(3))
+    >>> space.decode(np.array([[0.9, 0.6, -0.2]]), method="closed_form").round(3)
+    array([[0.65, 0.35, 0.  ]])
+    """
+
+    name = "euclidean"
+
+    def __init__(self, constraint=None, *, lo=0.0, hi=1.0, solver="CLARABEL", tol=1e-9):
+        self.constraint = constraint
+        self.lo = lo
+        self.hi = hi
+        self.solver = solver
+        self.tol = tol
+
+    @property
+    def decode_methods(self):
+        return ("closed_form",) if self.constraint is None else ("cvxpy", "closed_form")
+
+    def _check_params(self):
+        if self.constraint not in (None, "box", "simplex", "psd"):
+            raise ValueError(
+                "constraint of EuclideanSpace must be None, 'box', 'simplex' or 'psd', "
+                f"got {self.constraint!r}"
+            )
+        if self.constraint == "box":
+            lo, hi = check_float(self.lo, "lo"), check_float(self.hi, "hi")
+            if not lo <= hi:
+                raise ValueError(f"lo must be <= hi, got lo={lo}, hi={hi}")
+
+    # ---- Y ---------------------------------------------------------------------------
+    def check_Y(self, Y, name="Y"):
+        """Validate Y: finite, (n, k) (or (n,) / (n, d, d), see the class docstring), in C."""
+        self._check_params()
+        A = as_finite(Y, name)
+        if self.constraint == "psd":
+            if A.ndim == 2:
+                d = int(round(np.sqrt(A.shape[1])))
+                if d * d != A.shape[1] or d < 1:
+                    raise ValueError(
+                        f"{name} with constraint='psd' must have shape (n, d, d) or (n, d*d), "
+                        f"got {A.shape}"
+                    )
+                M = A.reshape(-1, d, d)
+            elif A.ndim == 3 and A.shape[1] == A.shape[2] and A.shape[1] >= 1:
+                M = A
+            else:
+                raise ValueError(
+                    f"{name} with constraint='psd' must have shape (n, d, d) or (n, d*d), "
+                    f"got {A.shape}"
+                )
+            scale = max(1.0, float(np.abs(M).max()) if M.size else 1.0)
+            if np.abs(M - np.swapaxes(M, 1, 2)).max(initial=0.0) > 1e-8 * scale:
+                raise ValueError(f"{name} must hold symmetric matrices")
+            M = 0.5 * (M + np.swapaxes(M, 1, 2))
+            if len(M) and np.linalg.eigvalsh(M)[:, 0].min() < -1e-8 * scale:
+                raise ValueError(f"{name} must hold PSD matrices (constraint='psd')")
+            return M.reshape(A.shape)
+        if A.ndim == 1:
+            A = A[:, None]
+        if A.ndim != 2 or A.shape[1] < 1:
+            raise ValueError(
+                f"{name} must have shape (n_samples, k) or (n_samples,), got {A.shape}"
+            )
+        if self.constraint == "box":
+            lo, hi = float(self.lo), float(self.hi)
+            tol = 1e-8 * max(1.0, abs(lo), abs(hi))
+            if A.size and (A.min() < lo - tol or A.max() > hi + tol):
+                raise ValueError(f"{name} must lie in the box [{lo}, {hi}] (constraint='box')")
+        elif self.constraint == "simplex":
+            if A.size and (A.min() < -1e-8 or np.abs(A.sum(axis=1) - 1.0).max() > 1e-8):
+                raise ValueError(
+                    f"{name} rows must be histograms: non-negative, summing to 1 "
+                    "(constraint='simplex')"
+                )
+        return A
+
+    def fit(self, Y_train):
+        Y = np.asarray(Y_train)
+        self._1d = self.constraint != "psd" and Y.ndim == 1
+        self.Y_train_ = self.check_Y(Y_train, "Y")
+        self._shape = self.Y_train_.shape[1:]
+        self._problem = None
+        return self
+
+    def loss(self, Y_true, Y_pred):
+        r"""Squared Euclidean (Frobenius) distance per sample, shape (n,)."""
+        T = as_finite(Y_true, "Y_true")
+        P = as_finite(Y_pred, "Y_pred")
+        T = T.reshape(len(T), -1)
+        P = P.reshape(len(P), -1)
+        if T.shape != P.shape:
+            raise ValueError(f"Y_true and Y_pred shapes differ: {T.shape} and {P.shape}")
+        return np.sum((T - P) ** 2, axis=1)
+
+    # ---- decoding --------------------------------------------------------------------
+    def project(self, Z):
+        """Closed-form projection onto C of ambient predictions (n, *output_shape)."""
+        self._check_params()
+        Z = as_finite(Z, "Z")
+        if self.constraint is None:
+            return Z
+        if self.constraint == "box":
+            return project_box(Z, float(self.lo), float(self.hi))
+        if self.constraint == "simplex":
+            return project_simplex(Z.reshape(len(Z), -1)).reshape(Z.shape)
+        d = int(round(np.sqrt(np.prod(Z.shape[1:]))))
+        return project_psd_cone(Z.reshape(-1, d, d)).reshape(Z.shape)
+
+    def cvxpy_problem(self):
+        """The decoding program, built once: ``(problem, y variable, m parameter)``.
+
+        ``minimize ||y - m||^2 s.t. y in C`` with ``m`` a ``cp.Parameter`` of the output
+        shape (DPP: re-solves skip the compilation).
+        """
+        import cvxpy as cp
+
+        self._check_params()
+        if self._problem is None:
+            if self.constraint == "psd":
+                d = int(round(np.sqrt(np.prod(self._shape))))
+                y = cp.Variable((d, d), symmetric=True)
+                m = cp.Parameter((d, d), symmetric=True)
+                cons = [y >> 0]
+            else:
+                k = int(np.prod(self._shape))
+                y = cp.Variable(k)
+                m = cp.Parameter(k)
+                if self.constraint == "box":
+                    cons = [y >= float(self.lo), y <= float(self.hi)]
+                else:
+                    cons = [y >= 0, cp.sum(y) == 1]
+            prob = cp.Problem(cp.Minimize(cp.sum_squares(y - m)), cons)
+            self._problem = (prob, y, m)
+        return self._problem
+
+    def decode(self, alpha, method="auto"):
+        """Predictions ``Pi_C(alpha @ Y_train)``, shape (n_test, *output_shape)."""
+        method = resolve_method(self, method)
+        A = check_alpha(alpha, len(self.Y_train_))
+        Z = np.tensordot(A, self.Y_train_, axes=(1, 0))
+        if method == "closed_form":
+            P = self.project(Z)
+        else:
+            prob, y, m = self.cvxpy_problem()
+            P = np.empty_like(Z)
+            for t in range(len(Z)):
+                if self.constraint == "psd":
+                    zt = Z[t].reshape(y.shape)
+                    m.value = 0.5 * (zt + zt.T)
+                else:
+                    m.value = Z[t].ravel()
+                solve_parametric(prob, self.solver, self.tol)
+                P[t] = np.asarray(y.value).reshape(Z.shape[1:])
+        return P[:, 0] if getattr(self, "_1d", False) else P
+
+    def to_config(self):
+        return {"constraint": self.constraint, "lo": float(self.lo), "hi": float(self.hi),
+                "solver": self.solver, "tol": float(self.tol)}

@@ -1,0 +1,56 @@
+"""Output spaces by name (ARCHITECTURE.md): the continuous ones here, the discrete ones from
+``psdsos.structured._discrete.DISCRETE_SPACES`` (looked up at call time)."""
+
+from __future__ import annotations
+
+from psdsos.structured._base import OutputSpace
+from psdsos.structured._discrete import DISCRETE_SPACES
+from psdsos.structured._euclidean import EuclideanSpace
+from psdsos.structured._manifolds import (
+    BuresSpace,
+    FisherSimplexSpace,
+    LogEuclideanSPDSpace,
+    SPDSpace,
+    SphereSpace,
+)
+
+__all__ = ["CONTINUOUS_SPACES", "output_spaces", "get_output_space"]
+
+CONTINUOUS_SPACES = {
+    "euclidean": EuclideanSpace,
+    "spd": SPDSpace,
+    "spd_logeuclidean": LogEuclideanSPDSpace,
+    "bures": BuresSpace,
+    "sphere": SphereSpace,
+    "fisher_simplex": FisherSimplexSpace,
+}
+
+
+def output_spaces():
+    """Every output space class by name: ``{name: class}`` (continuous and discrete)."""
+    return {**CONTINUOUS_SPACES, **DISCRETE_SPACES}
+
+
+def get_output_space(output):
+    """An output space from its name or an :class:`OutputSpace` instance (returned as is).
+
+    Parameters
+    ----------
+    output : str or OutputSpace
+        One of ``"euclidean"``, ``"spd"``, ``"spd_logeuclidean"``, ``"bures"``, ``"sphere"``,
+        ``"fisher_simplex"`` and the discrete names (``"multiclass"``, ...), case-insensitive;
+        a name builds the space with its default parameters.
+
+    Raises
+    ------
+    ValueError
+        Naming ``output`` and the known names, for anything else.
+    """
+    if isinstance(output, OutputSpace):
+        return output
+    spaces = output_spaces()
+    if isinstance(output, str) and output.lower() in spaces:
+        return spaces[output.lower()]()
+    raise ValueError(
+        f"output must be one of {sorted(spaces)} or an OutputSpace instance, got {output!r}"
+    )

@@ -1,0 +1,498 @@
+"""Tests for ``psdsos convex-fit`` / ``psdsos convex-predict`` and ``plot_convex_fit``.
+
+The fits run on tiny problems (n = 20-24, 2 or 3 folds, one or two candidates).  Most use
+``--solver primal`` (Clarabel): on these sizes an interior-point solve takes a fraction of a
+second, while the dual's accelerated gradient runs to its iteration cap; the dual path is
+exercised by the demo test with a small ``--max-iter``.
+"""
+
+import contextlib
+import csv
+import io
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from psdsos.cli import COLUMNS_KEY, main
+
+#: Fast settings shared by the fitting tests: one candidate, primal interior point.
+FAST = ["--cv", "2", "--rho", "1e-3", "--lam2", "1e-3", "--sigma", "3", "--solver", "primal",
+        "--quiet"]
+#: Faster still where the fit's quality is not looked at: the dual, capped at 50 iterations.
+CAPPED = [*FAST, "--solver", "dual", "--max-iter", "50"]
+
+
+def _fields(text):
+    return {line.split(":", 1)[0].strip(): line.split(":", 1)[1].strip()
+            for line in text.splitlines() if ":" in line}
+
+
+def _write_csv(path, header, rows):
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+    return str(path)
+
+
+def _data(n=20, d=1, seed=0, concave=False):
+    from psdsos.datasets import make_convex_regression
+
+    X, y = make_convex_regression(n, d, noise=0.1, random_state=seed)
+    return X, (-y if concave else y)
+
+
+def _run(argv):
+    """main(argv) with stdout and stderr captured: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def fitted_1d(tmp_path_factory):
+    """One tiny 1-D fit from a CSV with an id column and columns in a shuffled order."""
+    tmp = tmp_path_factory.mktemp("convex1d")
+    X, y = _data(20, 1)
+    data = _write_csv(tmp / "train.csv", ["id", "y", "x"],
+                      [[f"s{i}", repr(float(y[i])), repr(float(X[i, 0]))] for i in range(20)])
+    model = tmp / "model.npz"
+    plot = tmp / "fit.png"
+    argv = ["convex-fit", data, "--target", "y", *FAST, "--model", str(model)]
+    try:
+        import matplotlib  # noqa: F401
+
+        argv += ["--plot", str(plot)]
+    except ImportError:
+        plot = None
+    code, out, err = _run(argv)
+    assert code == 0, err
+    return {"tmp": tmp, "data": data, "X": X, "y": y, "model": model, "plot": plot,
+            "out": out, "err": err}
+
+
+# ------------------------------------------------------------------------------------------
+# convex-fit
+# ------------------------------------------------------------------------------------------
+
+
+def test_fit_csv_reports_and_selects_features(fitted_1d):
+    f = _fields(fitted_1d["out"])
+    assert f["psdsos convex-fit"] == fitted_1d["data"]
+    assert f["data"] == "n = 20 rows, features: x; target: y; convex fit"
+    assert f["ignored non-numeric columns"] == "id"
+    assert f["grid"] == ("rho in {0.001}, lam2 in {0.001}, sigma in {3} (--rho, --lam2, --sigma "
+                         "given, the rest from the small grid)")
+    assert "exact features" in f["model"] and "solver = primal (CLARABEL)" in f["model"]
+    assert "1 candidates x 2 folds = 2 fits" in f["2-fold CV (shuffled, seed 0)"]
+    assert f["selected"] == "rho = 0.001, lam2 = 0.001, sigma = 3 (sigma^2 = 9)"
+    assert float(f["CV error (MSE)"]) > 0
+    assert float(f["training error (MSE)"]) > 0
+    assert float(f["convexity deficit"].split()[0]) >= 0
+    assert f["model file"] == str(fitted_1d["model"])
+    assert "Traceback" not in fitted_1d["err"]
+
+
+def test_fit_1d_plot_written(fitted_1d):
+    if fitted_1d["plot"] is None:
+        pytest.skip("matplotlib not installed")
+    assert _fields(fitted_1d["out"])["figure"] == str(fitted_1d["plot"])
+    assert fitted_1d["plot"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.filterwarnings("ignore:Solution may be inaccurate")
+@pytest.mark.filterwarnings("ignore::psdsos.solvers.InaccurateSolutionWarning")
+def test_round_trip_fit_save_predict(fitted_1d):
+    """convex-predict's column == ConvexRegressor.predict of the loaded model == a direct fit."""
+    from psdsos import load
+    from psdsos.estimators import ConvexRegressor
+    from psdsos.sos import load_npz
+
+    model = load(fitted_1d["model"])
+    assert isinstance(model, ConvexRegressor)
+    assert (model.rho, model.lam2, model.sigma, model.lam1) == (1e-3, 1e-3, 3.0, 0.0)
+    _, meta = load_npz(fitted_1d["model"])
+    assert meta[COLUMNS_KEY] == {"features": ["x"], "target": "y"}
+
+    X, y = fitted_1d["X"], fitted_1d["y"]
+    direct = ConvexRegressor(sigma=3.0, rho=1e-3, lam1=0.0, lam2=1e-3, solver="primal",
+                             primal_solver="CLARABEL", random_state=0).fit(X, y)
+    np.testing.assert_allclose(model.predict(X), direct.predict(X), rtol=1e-6, atol=1e-8)
+
+    # new rows, columns in another order, an extra column: predictions to a file
+    Xn = np.linspace(X.min(), X.max(), 7)[:, None]
+    new = _write_csv(fitted_1d["tmp"] / "new.csv", ["x", "note"],
+                     [[repr(float(v)), "a,b"] for v in Xn[:, 0]])
+    out = fitted_1d["tmp"] / "pred.csv"
+    code, stdout, err = _run(["convex-predict", str(fitted_1d["model"]), new, "--out", str(out)])
+    assert code == 0, err
+    assert _fields(stdout)["predictions"] == f"{out} (column 'y_predicted')"
+    with open(out, newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["x", "note", "y_predicted"]
+    assert [r[1] for r in rows[1:]] == ["a,b"] * 7  # other columns copied, quoted
+    pred = np.array([float(r[2]) for r in rows[1:]])
+    np.testing.assert_array_equal(pred, model.predict(Xn))  # repr round-trips floats
+
+    # the training file (target present): CSV on stdout, nothing else
+    code, stdout, err = _run(["convex-predict", str(fitted_1d["model"]), fitted_1d["data"]])
+    assert code == 0, err
+    rows = list(csv.reader(io.StringIO(stdout)))
+    assert rows[0] == ["id", "y", "x", "y_predicted"] and len(rows) == 21
+    np.testing.assert_array_equal([float(r[3]) for r in rows[1:]], model.predict(X))
+
+
+def test_predict_reports_mse_when_target_present(fitted_1d):
+    out = fitted_1d["tmp"] / "pred_train.csv"
+    code, stdout, err = _run(["convex-predict", str(fitted_1d["model"]), fitted_1d["data"],
+                              "--out", str(out), "--column", "fx"])
+    assert code == 0, err
+    f = _fields(stdout)
+    assert float(f["error (MSE) against column 'y'"]) == pytest.approx(
+        float(_fields(fitted_1d["out"])["training error (MSE)"]), rel=1e-5)
+    assert "(column 'fx')" in f["predictions"]
+
+
+def test_predict_model_saved_from_python_needs_features(tmp_path):
+    from psdsos.estimators import ConvexRegressor
+
+    X, y = _data(12, 1)
+    m = ConvexRegressor(sigma=3.0, solver="primal", primal_solver="CLARABEL").fit(X, y)
+    m.save(tmp_path / "py.npz")
+    data = _write_csv(tmp_path / "d.csv", ["t"], [[repr(float(v))] for v in X[:, 0]])
+    code, _, err = _run(["convex-predict", str(tmp_path / "py.npz"), data])
+    assert code == 1 and "no feature names" in err and "--features" in err
+    code, stdout, err = _run(["convex-predict", str(tmp_path / "py.npz"), data,
+                              "--features", "t"])
+    assert code == 0, err
+    rows = list(csv.reader(io.StringIO(stdout)))
+    assert rows[0] == ["t", "predicted"]
+    np.testing.assert_array_equal([float(r[1]) for r in rows[1:]], m.predict(X))
+
+
+def test_fit_2d_concave_with_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    X, y = _data(20, 2, concave=True)
+    data = _write_csv(tmp_path / "c.csv", ["u", "v", "z"],
+                      [[repr(float(a)), repr(float(b)), repr(float(c))]
+                       for (a, b), c in zip(X, y, strict=True)])
+    plot = tmp_path / "fit2d.png"
+    code, out, err = _run(["convex-fit", data, "--target", "z", "--features", "v,u",
+                           *FAST, "--concave", "--plot", str(plot), "--model",
+                           str(tmp_path / "m")])
+    assert code == 0, err
+    f = _fields(out)
+    assert f["data"] == "n = 20 rows, features: v, u; target: z; concave fit"
+    assert "concavity deficit" in f
+    assert f["model file"] == str(tmp_path / "m.npz")  # numpy appends .npz
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from psdsos import load
+
+    model = load(tmp_path / "m.npz")
+    assert model.concave
+    # column order of --features is the model's feature order
+    np.testing.assert_allclose(model.predict(X[:, ::-1]).mean(), y.mean(), atol=2.0)
+
+
+def test_fit_three_features_skips_plot(tmp_path):
+    X, y = _data(20, 3)
+    data = _write_csv(tmp_path / "d3.csv", ["a", "b", "c", "y"],
+                      [[*map(repr, map(float, X[i])), repr(float(y[i]))] for i in range(20)])
+    plot = tmp_path / "none.png"
+    code, out, err = _run(["convex-fit", data, "--target", "y", *CAPPED, "--plot", str(plot)])
+    assert code == 0, err
+    assert "--plot skipped: cannot plot a function of 3 features" in err
+    assert "figure" not in _fields(out) and not plot.exists()
+    assert "Traceback" not in err
+
+
+def test_demo_tiny_dual_with_progress_bar(capsys):
+    """The default solver (dual) on the built-in data of eq. (30), tiny and capped."""
+    code = main(["convex-fit", "--demo", "--n-samples", "20", "--dim", "1", "--cv", "2",
+                 "--rho", "1e-3", "--lam2", "1e-3,1e-2", "--sigma", "3", "--max-iter", "300",
+                 "--random-state", "3"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    f = _fields(captured.out)
+    assert f["psdsos convex-fit"].startswith("demo data, eq. (30) of the PSD paper")
+    assert "seed = 3" in f["psdsos convex-fit"]
+    assert f["data"] == "n = 20 rows, features: x1; target: y; convex fit"
+    assert "solver = dual" in f["model"]
+    assert "2 candidates x 2 folds = 4 fits" in f["2-fold CV (shuffled, seed 3)"]
+    assert f["selected"].startswith("rho = 0.001, lam2 = ")
+    assert float(f["CV error (MSE)"]) > 0
+    assert float(f["held-out error (MSE) against the noiseless function, 1000 new points"]) > 0
+    assert "fits 4/4" in captured.err and "total time" in captured.err
+    assert "Traceback" not in captured.err
+
+
+def test_paper_grid_is_appendix_d2():
+    from psdsos.cli import _convex_grid
+
+    grid, text = _convex_grid("paper")
+    np.testing.assert_allclose(grid["lam2"], [1e-3, 1e-4, 1e-5, 1e-6, 1e-7])
+    np.testing.assert_allclose(np.square(grid["sigma"]), [1.0, 5.0, 10.0])
+    assert 1e-5 in grid["rho"]  # the value selected in the paper's Figure 4
+    assert "Appendix D.2" in text
+    small, _ = _convex_grid("small")
+    assert len(small["rho"]) * len(small["lam2"]) * len(small["sigma"]) == 8
+
+
+def test_default_n_landmarks_follows_the_paper(tmp_path):
+    """Nystrom rank 25 when every CV training fold has more than 25 rows, as the paper."""
+    X, y = _data(30, 1)
+    data = _write_csv(tmp_path / "d.csv", ["x", "y"],
+                      [[repr(float(a)), repr(float(b))] for a, b in zip(X[:, 0], y, strict=True)])
+    code, out, err = _run(["convex-fit", data, "--target", "y", *CAPPED])  # folds of 15 rows
+    assert code == 0, err
+    assert "exact features" in _fields(out)["model"]
+    code, out, err = _run(["convex-fit", data, "--target", "y", *CAPPED, "--cv", "10"])
+    assert code == 0, err  # 27 training rows per fold
+    assert "Nystrom rank 25" in _fields(out)["model"]
+
+
+# ------------------------------------------------------------------------------------------
+# malformed input: one line on stderr, exit 1, no traceback
+# ------------------------------------------------------------------------------------------
+
+
+def _good_rows(n=6):
+    X, y = _data(n, 2)
+    return [[repr(float(a)), repr(float(b)), repr(float(c))]
+            for (a, b), c in zip(X, y, strict=True)]
+
+
+def _bad_files(tmp):
+    rows = _good_rows()
+    files = {}
+
+    def put(name, header, body):
+        files[name] = _write_csv(tmp / f"{name}.csv", header, body)
+
+    put("ok", ["a", "b", "y"], rows)
+    put("text_target", ["a", "b", "y"], rows[:3] + [[rows[3][0], rows[3][1], "abc"]] + rows[4:])
+    put("mixed_feature", ["a", "b", "y"], rows[:2] + [["1.0", "n/a", "2.0"]] + rows[3:])
+    put("nan_cell", ["a", "b", "y"], rows[:4] + [["nan", "1.0", "2.0"]] + rows[5:])
+    put("inf_cell", ["a", "b", "y"], rows[:4] + [["1.0", "-inf", "2.0"]] + rows[5:])
+    put("empty_cell", ["a", "b", "y"], rows[:1] + [["1.0", "", "2.0"]] + rows[2:])
+    put("one_row", ["a", "b", "y"], rows[:1])
+    put("target_twice", ["y", "a", "y"], rows)
+    put("only_target", ["y"], [[r[2]] for r in rows])
+    put("text_only", ["name", "y"], [[f"n{i}", r[2]] for i, r in enumerate(rows)])
+    put("header_only", ["a", "b", "y"], [])
+    put("three_rows", ["a", "b", "y"], rows[:3])
+    files["ragged"] = str(tmp / "ragged.csv")
+    pathlib.Path(files["ragged"]).write_text("a,b,y\n1,2,3\n4,5\n", encoding="utf-8")
+    files["empty"] = str(tmp / "empty.csv")
+    pathlib.Path(files["empty"]).write_text("\n\n", encoding="utf-8")
+    files["latin1"] = str(tmp / "latin1.csv")
+    pathlib.Path(files["latin1"]).write_bytes("caf\xe9,y\n1,2\n3,4\n5,6\n".encode("latin-1"))
+    files["nul"] = str(tmp / "nul.csv")
+    pathlib.Path(files["nul"]).write_bytes(b"a,y\n1,2\n3\x00,4\n")
+    return files
+
+
+BAD_FIT = [
+    (["missing.csv", "--target", "y"], "cannot read"),
+    (["ok", "--target", "zz"], "no target column 'zz'"),
+    (["ok", "--target", "y", "--features", "a,zz"], "no feature column 'zz'"),
+    (["text_target", "--target", "y"], "'abc' is not a number"),
+    (["mixed_feature", "--target", "y"], "'n/a' is not a number"),
+    (["mixed_feature", "--target", "y", "--features", "b"], "'n/a' is not a number"),
+    (["nan_cell", "--target", "y"], "'nan' is not finite"),
+    (["inf_cell", "--target", "y"], "'-inf' is not finite"),
+    (["empty_cell", "--target", "y"], "empty cell"),
+    (["one_row", "--target", "y"], "has 1 data row"),
+    (["three_rows", "--target", "y"], "too few for 5-fold cross-validation"),
+    (["target_twice", "--target", "y"], "named 2 times in the header"),
+    (["ok", "--target", "y", "--features", "a,y"], "lists the target column 'y'"),
+    (["ok", "--target", "y", "--features", "a,a"], "names the column 'a' twice"),
+    (["only_target", "--target", "y"], "no feature columns"),
+    (["text_only", "--target", "y"], "no feature columns"),
+    (["header_only", "--target", "y"], "no data rows"),
+    (["empty", "--target", "y"], "is empty"),
+    (["ragged", "--target", "y"], "line 3: 2 cells, but the header has 3 columns"),
+    (["latin1", "--target", "y"], "not a UTF-8 text file"),
+    (["nul", "--target", "y"], "'3\\x00' is not a number"),
+    (["ok"], "needs DATA.csv and --target"),
+    (["--target", "y"], "needs DATA.csv and --target"),
+    (["ok", "--target", "y", "--demo"], "--demo generates its data"),
+    (["ok", "--target", "y", "--n-samples", "9"], "--n-samples apply to --demo only"),
+    (["ok", "--target", "y", "--cv", "2", "--n-landmarks", "5"], "--n-landmarks 5 exceeds"),
+    (["ok", "--target", "y", "--model", "no/such/dir/m.npz"], "does not exist"),
+]
+
+
+@pytest.mark.parametrize("argv, match", BAD_FIT, ids=[" ".join(a) for a, _ in BAD_FIT])
+def test_fit_malformed_input_one_line_error(argv, match, tmp_path, monkeypatch):
+    files = _bad_files(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    argv = [files.get(a, a) for a in argv]
+    code, out, err = _run(["convex-fit", *argv])
+    lines = err.strip().splitlines()
+    assert code == 1, (out, err)
+    assert len(lines) == 1 and lines[0].startswith("psdsos: error: "), err
+    assert match in lines[0]
+    assert "Traceback" not in err
+
+
+def test_predict_malformed_input_one_line_error(fitted_1d, tmp_path):
+    model = str(fitted_1d["model"])
+    ok = _write_csv(tmp_path / "ok.csv", ["x"], [["0.5"], ["1.5"]])
+    no_x = _write_csv(tmp_path / "nox.csv", ["t"], [["0.5"]])
+    bad_x = _write_csv(tmp_path / "badx.csv", ["x", "z"], [["0.5", "1"], ["", "2"]])
+    has_col = _write_csv(tmp_path / "has.csv", ["x", "y_predicted"], [["0.5", "1"]])
+    not_model = tmp_path / "junk.npz"
+    np.savez(not_model, a=np.zeros(2))
+    cases = [
+        ([str(tmp_path / "missing.npz"), ok], "cannot read psdsos model file"),
+        ([str(not_model), ok], "not a psdsos model file"),
+        ([model, str(tmp_path / "missing.csv")], "cannot read"),
+        ([model, no_x], "no feature column 'x'"),
+        ([model, bad_x], "empty cell"),
+        ([model, has_col], "already has a column 'y_predicted'"),
+        ([model, ok, "--features", "x,x"], "takes 1 features, but 2"),
+        ([model, ok, "--out", str(tmp_path / "no" / "p.csv")], "does not exist"),
+    ]
+    for argv, match in cases:
+        code, out, err = _run(["convex-predict", *argv])
+        lines = err.strip().splitlines()
+        assert code == 1, (argv, out, err)
+        assert len(lines) == 1 and lines[0].startswith("psdsos: error: "), (argv, err)
+        assert match in lines[0], (argv, lines[0])
+
+
+def test_predict_rejects_other_model_types(tmp_path):
+    from psdsos import PSDRegressor
+    from psdsos.datasets import make_bures_geodesic
+
+    t, M = make_bures_geodesic(4, random_state=0)
+    PSDRegressor("exponential", sigma=0.5).fit(t, M).save(tmp_path / "psd.npz")
+    data = _write_csv(tmp_path / "d.csv", ["x"], [["0.5"]])
+    code, _, err = _run(["convex-predict", str(tmp_path / "psd.npz"), data])
+    assert code == 1 and "holds a PSDRegressor, not a ConvexRegressor" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["convex-fit", "--demo", "--cv", "1"],
+        ["convex-fit", "--demo", "--grid", "huge"],
+        ["convex-fit", "--demo", "--rho", "abc"],
+        ["convex-fit", "--demo", "--sigma", "1,,2"],
+        ["convex-fit", "--demo", "--random-state", "-1"],
+        ["convex-fit", "--demo", "--n-landmarks", "0"],
+        ["convex-fit", "x.csv", "--target", "y", "--delimiter", "ab"],
+        ["convex-predict", "only-one-arg.npz"],
+    ],
+)
+def test_bad_arguments_exit_2(argv, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "usage:" in err and "Traceback" not in err
+
+
+def test_help_lists_options(capsys):
+    assert main(["convex-fit", "--help"]) == 0
+    text = capsys.readouterr().out
+    for opt in ("--target", "--features", "--cv", "--grid", "--concave", "--solver",
+                "--n-landmarks", "--random-state", "--n-jobs", "--model", "--plot", "--demo"):
+        assert opt in text
+
+
+def test_console_entry_point_malformed_input(tmp_path):
+    """A real process: exit 1, one stderr line, no traceback."""
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = {**os.environ, "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    data = _write_csv(tmp_path / "d.csv", ["a", "y"], [["1", "2"], ["x", "3"], ["2", "4"]])
+    r = subprocess.run([sys.executable, "-m", "psdsos.cli", "convex-fit", data, "--target", "y"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"psdsos: error: {data}, line 3, column 'a': 'x' is not a number (a column of numbers "
+        "with text in it; missing values are not supported): fix the file or choose the "
+        "columns with --features"
+    ]
+
+
+def test_delimiter_tab(tmp_path):
+    X, y = _data(20, 1)
+    path = tmp_path / "d.tsv"
+    body = "".join(f"{float(a)!r}\t{float(b)!r}\n" for a, b in zip(X[:, 0], y, strict=True))
+    path.write_text("x\ty\n" + body, encoding="utf-8")
+    code, out, err = _run(["convex-fit", str(path), "--target", "y", *FAST, "--delimiter", "tab"])
+    assert code == 0, err
+    assert _fields(out)["data"].startswith("n = 20 rows, features: x;")
+
+
+# ------------------------------------------------------------------------------------------
+# psdsos.plotting.plot_convex_fit
+# ------------------------------------------------------------------------------------------
+
+
+class _Quadratic:
+    def predict(self, X):
+        return np.sum(np.asarray(X) ** 2, axis=1)
+
+
+def test_plot_convex_fit_1d_and_2d():
+    pytest.importorskip("matplotlib")
+    from psdsos.plotting import plot_convex_fit
+
+    rng = np.random.default_rng(0)
+    X1 = rng.uniform(-1, 1, (15, 1))
+    fig = plot_convex_fit(_Quadratic(), X1[:, 0], X1[:, 0] ** 2, target_name="f",
+                          title="t", n_grid=50)
+    (ax,) = fig.axes
+    (line,) = ax.get_lines()
+    x, fx = line.get_data()
+    assert len(x) == 50 and x.min() == X1.min() and x.max() == X1.max()
+    np.testing.assert_allclose(fx, x**2)
+    assert ax.get_ylabel() == "f" and ax.get_xlabel() == "x1"
+
+    X2 = rng.uniform(-1, 1, (15, 2))
+    fig = plot_convex_fit(_Quadratic(), X2, np.sum(X2**2, axis=1), feature_names=["u", "v"])
+    assert len(fig.axes) == 3  # contours, colour bar, surface
+    assert fig.axes[0].get_xlabel() == "u" and fig.axes[0].get_ylabel() == "v"
+    assert fig.axes[-1].name == "3d"
+
+
+def test_plot_convex_fit_bad_input():
+    pytest.importorskip("matplotlib")
+    from psdsos.plotting import plot_convex_fit
+
+    with pytest.raises(ValueError, match="1 or 2 features; X has 3"):
+        plot_convex_fit(_Quadratic(), np.zeros((4, 3)), np.zeros(4))
+    with pytest.raises(ValueError, match="y must have shape"):
+        plot_convex_fit(_Quadratic(), np.zeros((4, 1)), np.zeros(3))
+    with pytest.raises(ValueError, match="NaN"):
+        plot_convex_fit(_Quadratic(), np.array([[0.0], [np.nan]]), np.zeros(2))
+    with pytest.raises(ValueError, match="feature_names"):
+        plot_convex_fit(_Quadratic(), np.zeros((4, 2)), np.zeros(4), feature_names=["a"])
+    with pytest.raises(ValueError, match="n_grid"):
+        plot_convex_fit(_Quadratic(), np.zeros((4, 1)), np.zeros(4), n_grid=1)
+    with pytest.raises(ValueError, match="predict"):
+        plot_convex_fit(object(), np.zeros((4, 1)), np.zeros(4))
+
+
+def test_plot_convex_fit_without_matplotlib(monkeypatch):
+    from psdsos.plotting import plot_convex_fit
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(ImportError, match=r"pip install psdsos\[plot\]"):
+        plot_convex_fit(_Quadratic(), np.zeros((4, 1)), np.zeros(4))
+
+
+def test_fit_plot_without_matplotlib_fails_before_fitting(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    data = _write_csv(tmp_path / "d.csv", ["x", "y"], [["1", "2"], ["2", "3"], ["3", "5"]])
+    code, out, err = _run(["convex-fit", data, "--target", "y", "--cv", "3", "--plot",
+                           str(tmp_path / "p.png")])
+    assert code == 1 and out == ""
+    assert err.strip() == "psdsos: error: --plot needs matplotlib: pip install psdsos[plot]"

@@ -1,0 +1,314 @@
+"""SELFEstimator and KRLSEstimator (manifold paper, eq. 2-3, Appendix G): weights against
+an explicit linear solve, the Euclidean case against scikit-learn's KernelRidge, Nystrom
+weights against their formula, scikit-learn compatibility (estimator checks, GridSearchCV),
+bad input, persistence without pickle, and predictions that stay in the output space.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.kernel_ridge import KernelRidge
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import psdsos
+from psdsos.features import NystromFeatures
+from psdsos.kernels import GaussianKernel
+from psdsos.structured import (
+    EuclideanSpace,
+    KRLSEstimator,
+    OutputSpace,
+    SELFEstimator,
+    SPDSpace,
+    SphereSpace,
+)
+
+EXPECTED_FAILED_CHECKS = {
+    "check_n_features_in_after_fitting": (
+        "the check calls score(X, y=y) with the keyword y; SELF names its outputs Y "
+        "(ARCHITECTURE.md), so score(X, Y) raises TypeError. Positional calls (GridSearchCV) "
+        "work and predict / scores validate n_features_in_ with reset=False"
+    ),
+}
+
+
+@parametrize_with_checks(
+    [SELFEstimator(), KRLSEstimator()],
+    expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS,
+    xfail_strict=True,
+)
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+# ---------------------------------------------------------------------------------------
+# data
+# ---------------------------------------------------------------------------------------
+def circle_data(rng, n=40, noise=0.05):
+    X = rng.uniform(-1, 1, size=(n, 2))
+    th = 2.0 * X[:, 0] + X[:, 1] + noise * rng.standard_normal(n)
+    return X, np.c_[np.cos(th), np.sin(th)]
+
+
+def spd_data(rng, n=30, d=3):
+    X = rng.uniform(-1, 1, size=(n, 2))
+    L = np.zeros((n, d, d))
+    for i in range(d):
+        L[:, i, i] = X[:, 0] * (i + 1) * 0.5
+    L[:, 0, 1] = L[:, 1, 0] = X[:, 1] * 0.5
+    w, V = np.linalg.eigh(L)
+    return X, (V * np.exp(w)[:, None, :]) @ np.swapaxes(V, 1, 2)
+
+
+# ---------------------------------------------------------------------------------------
+# the weights alpha(x), eq. 3
+# ---------------------------------------------------------------------------------------
+def test_scores_solve_the_ridge_system(rng):
+    X, Y = circle_data(rng)
+    lam, sigma = 1e-3, 0.4
+    est = SELFEstimator(sigma=sigma, lam=lam, output="sphere").fit(X, Y)
+    Xt = rng.uniform(-1, 1, (7, 2))
+    k = lambda A, B: np.exp(-((A[:, None] - B[None]) ** 2).sum(-1) / (2 * sigma**2))  # noqa: E731
+    ref = np.linalg.solve(k(X, X) + len(X) * lam * np.eye(len(X)), k(X, Xt)).T
+    A = est.scores(Xt)
+    assert A.shape == (7, 40)
+    np.testing.assert_allclose(A, ref, rtol=1e-9, atol=1e-12)
+
+
+def test_euclidean_self_equals_sklearn_kernel_ridge(rng):
+    X = rng.uniform(-1, 1, (30, 2))
+    Y = np.c_[np.sin(3 * X[:, 0]), X[:, 1] ** 2]
+    lam, sigma = 1e-3, 0.5
+    est = SELFEstimator(sigma=sigma, lam=lam).fit(X, Y)
+    kr = KernelRidge(alpha=len(X) * lam, kernel="rbf", gamma=1 / (2 * sigma**2)).fit(X, Y)
+    Xt = rng.uniform(-1, 1, (10, 2))
+    np.testing.assert_allclose(est.predict(Xt), kr.predict(Xt), rtol=1e-8, atol=1e-10)
+    # 1-D targets give 1-D predictions, as a scikit-learn regressor
+    est1 = SELFEstimator(sigma=sigma, lam=lam).fit(X, Y[:, 0])
+    np.testing.assert_allclose(est1.predict(Xt), kr.predict(Xt)[:, 0], rtol=1e-8, atol=1e-10)
+    # KRLS with the unconstrained space is the same estimator
+    krls = KRLSEstimator(sigma=sigma, lam=lam).fit(X, Y)
+    np.testing.assert_allclose(krls.predict(Xt), est.predict(Xt), rtol=1e-12, atol=1e-14)
+    # score: minus the mean squared loss
+    Yt = np.c_[np.sin(3 * Xt[:, 0]), Xt[:, 1] ** 2]
+    assert est.score(Xt, Yt) == pytest.approx(-np.mean(np.sum((est.predict(Xt) - Yt) ** 2, 1)))
+
+
+def test_nystrom_weights(rng, seed):
+    X, Y = circle_data(rng, n=50)
+    lam = 1e-3
+    est = SELFEstimator(sigma=0.4, lam=lam, output="sphere", n_landmarks=15,
+                        random_state=seed).fit(X, Y)
+    feats = NystromFeatures(GaussianKernel(0.4), n_landmarks=15, random_state=seed).fit(X)
+    Phi = feats.transform(X)
+    Xt = rng.uniform(-1, 1, (6, 2))
+    ref = Phi @ np.linalg.solve(Phi.T @ Phi + 50 * lam * np.eye(15), feats.transform(Xt).T)
+    np.testing.assert_allclose(est.scores(Xt), ref.T, rtol=1e-8, atol=1e-12)
+    assert not hasattr(est, "X_fit_")
+    # with every training point a landmark, Nystrom is exact kernel ridge (up to the jitter)
+    full = SELFEstimator(sigma=0.4, lam=lam, output="sphere", n_landmarks=50,
+                         random_state=seed).fit(X, Y)
+    exact = SELFEstimator(sigma=0.4, lam=lam, output="sphere").fit(X, Y)
+    np.testing.assert_allclose(full.scores(Xt), exact.scores(Xt), atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------
+# predictions in the space
+# ---------------------------------------------------------------------------------------
+def test_predictions_lie_in_their_spaces(rng):
+    X, Z = circle_data(rng, n=30)
+    Xt = rng.uniform(-3, 3, (200, 2))  # far from the data too: weights near 0, mixed signs
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        P = SELFEstimator(sigma=0.3, lam=1e-4, output="sphere").fit(X, Z).predict(Xt)
+    assert np.all(np.isfinite(P))
+    np.testing.assert_allclose(np.linalg.norm(P, axis=1), 1.0, atol=1e-12)
+    X, M = spd_data(rng)
+    for out in ("spd", "spd_logeuclidean"):
+        P = SELFEstimator(sigma=0.3, lam=1e-4, output=out).fit(X, M).predict(Xt[:50])
+        assert np.all(np.isfinite(P)) and np.linalg.eigvalsh(P).min() > 0
+    P = SELFEstimator(sigma=0.3, lam=1e-4, output="bures", decode_method="rgd").fit(
+        X, M).predict(Xt[:50])
+    assert np.linalg.eigvalsh(P).min() > -1e-10
+    H = rng.dirichlet(np.ones(4), size=30)
+    P = SELFEstimator(sigma=0.3, lam=1e-4, output="fisher_simplex").fit(X, H).predict(Xt)
+    assert P.min() >= 0 and np.allclose(P.sum(axis=1), 1.0)
+    P = SELFEstimator(sigma=0.3, lam=1e-4, output=EuclideanSpace("simplex")).fit(
+        X, H).predict(Xt[:20])
+    assert P.min() >= -1e-8 and np.allclose(P.sum(axis=1), 1.0, atol=1e-7)
+
+
+def test_self_beats_krls_in_geodesic_loss_on_spd(rng):
+    """With a narrow kernel the ridge weights sum to less than one between training points:
+    entry-wise ridge (KRLS) shrinks the matrices towards 0 and the projection cannot undo it,
+    which the affine-invariant loss punishes (manifold paper, section 4.2); SELF decodes with
+    normalized weights and stays on the data's scale."""
+    X, M = spd_data(rng, n=60, d=3)
+    Xt, Mt = spd_data(np.random.default_rng(rng.integers(2**31)), n=40, d=3)
+    sp = SELFEstimator(sigma=0.1, lam=1e-4, output="spd").fit(X, M)
+    kr = KRLSEstimator(sigma=0.1, lam=1e-4, output="spd").fit(X, M)
+    assert sp.score(Xt, Mt) > 10 * kr.score(Xt, Mt)  # scores are minus losses (< 0)
+    P = kr.predict(Xt)
+    assert np.linalg.eigvalsh(P).min() > 0  # projected onto the SPD cone
+
+
+def test_output_object_not_modified_and_options_forwarded(rng):
+    X, Z = circle_data(rng)
+    space = SphereSpace(tol=1e-6)
+    est = SELFEstimator(sigma=0.4, lam=1e-3, output=space, tol=1e-11, max_iter=500).fit(X, Z)
+    assert space.tol == 1e-6 and not hasattr(space, "Y_train_")
+    assert est.output_space_ is not space
+    assert est.output_space_.tol == 1e-11 and est.output_space_.max_iter == 500
+    est.predict(X[:5])
+    assert np.all(est.output_space_.grad_norm_ <= 1e-11)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        SELFEstimator(sigma=0.4, output="spd", max_iter=1, tol=1e-14).fit(
+            *spd_data(rng)).predict(X[:3])
+
+
+# ---------------------------------------------------------------------------------------
+# model selection
+# ---------------------------------------------------------------------------------------
+def test_grid_search_over_sigma_and_lam(rng, seed):
+    X, Z = circle_data(rng, n=40, noise=0.02)
+    grid = GridSearchCV(
+        SELFEstimator(output="sphere"),
+        {"sigma": [0.02, 0.3, 30.0], "lam": [1e-5, 1e-1]},
+        cv=KFold(4, shuffle=True, random_state=seed),
+    ).fit(X, Z)
+    # a tiny or a huge bandwidth cannot interpolate this smooth field
+    assert grid.best_params_["sigma"] == 0.3
+    assert grid.best_score_ <= 0
+    P = grid.predict(X[:5])
+    np.testing.assert_allclose(np.linalg.norm(P, axis=1), 1.0)
+    X, M = spd_data(rng, n=24)
+    g2 = GridSearchCV(SELFEstimator(output="spd_logeuclidean"),
+                      {"sigma": [0.003, 0.3], "lam": [1e-4]}, cv=KFold(3)).fit(X, M)
+    assert g2.best_params_["sigma"] == 0.3  # 0.003: weights ~ 0, uniform-mean fallback
+    assert np.linalg.eigvalsh(g2.predict(X[:3])).min() > 0
+
+
+# ---------------------------------------------------------------------------------------
+# bad input
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        (dict(lam=0.0), "lam"),
+        (dict(lam=-1.0), "lam"),
+        (dict(lam=np.inf), "lam"),
+        (dict(sigma=0.0), "sigma"),
+        (dict(output="hyperbolic"), "output"),
+        (dict(output="sphere", decode_method="cvxpy"), "decode_method"),
+        (dict(decode_method="newton"), "decode_method"),
+        (dict(kernel="cosine"), "kernel"),
+        (dict(n_landmarks=0), "n_landmarks"),
+        (dict(n_landmarks=100), "n_landmarks"),
+        (dict(max_iter=0), "max_iter"),
+        (dict(tol=-1.0), "tol"),
+    ],
+)
+def test_bad_params_raise_value_error_naming_argument(rng, params, match):
+    X, Z = circle_data(rng, n=10)
+    params = {"output": "sphere", **params}
+    with pytest.raises(ValueError, match=match):
+        SELFEstimator(**params).fit(X, Z)
+
+
+@pytest.mark.parametrize(
+    "output, X, Y, match",
+    [
+        ("sphere", [[0.0, np.nan], [1.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]], "NaN"),
+        ("sphere", [[0.0, 1.0]], [[1.0, 0.0]], "sample"),
+        ("sphere", [[0.0], [1.0]], [[1.0, 1.0], [0.0, 1.0]], "Y rows must be unit"),
+        ("sphere", [[0.0], [1.0], [2.0]], [[1.0, 0.0], [0.0, 1.0]], "Y"),
+        ("spd", [[0.0], [1.0]], [np.eye(2), -np.eye(2)], "Y must be symmetric positive"),
+        ("spd", [[0.0], [1.0]], np.eye(2), "Y must have shape"),
+        ("fisher_simplex", [[0.0], [1.0]], [[0.5, 0.6], [1.0, 0.0]], "Y rows must be hist"),
+        ("euclidean", [[0.0], [1.0]], [[np.inf], [1.0]], "Y contains NaN"),
+        ("euclidean", [[0.0], [1.0]], None, "requires y to be passed"),
+    ],
+)
+def test_bad_data_raise_value_error(output, X, Y, match):
+    with pytest.raises(ValueError, match=match):
+        SELFEstimator(output=output).fit(X, Y)
+
+
+def test_not_fitted_and_predict_validation(rng):
+    with pytest.raises(NotFittedError):
+        SELFEstimator().predict([[0.0]])
+    with pytest.raises(NotFittedError):
+        SELFEstimator().scores([[0.0]])
+    X, Z = circle_data(rng, n=10)
+    est = SELFEstimator(output="sphere").fit(X, Z)
+    with pytest.raises(ValueError, match="features"):
+        est.predict(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="Y rows must be unit"):
+        est.score(X, 2 * Z)
+
+
+def test_krls_requires_a_projection(rng):
+    class NoProjection(OutputSpace):
+        name = "noproj"
+
+        def check_Y(self, Y, name="Y"):
+            return np.asarray(Y, float)
+
+    X, Z = circle_data(rng, n=10)
+    with pytest.raises(ValueError, match="output 'noproj' offers no projection"):
+        KRLSEstimator(output=NoProjection()).fit(X, Z)
+
+
+# ---------------------------------------------------------------------------------------
+# persistence
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "cls, params, kind",
+    [
+        (SELFEstimator, dict(output="sphere", sigma=0.4), "circle"),
+        (SELFEstimator, dict(output=SphereSpace(weights="positive"), n_landmarks=12,
+                             landmarks="greedy", random_state=0), "circle"),
+        (SELFEstimator, dict(output="spd", kernel=GaussianKernel(0.5), tol=1e-10), "spd"),
+        (SELFEstimator, dict(output="bures", decode_method="rgd"), "spd"),
+        (SELFEstimator, dict(output=EuclideanSpace("box", lo=-1, hi=1)), "scalar"),
+        (KRLSEstimator, dict(output="spd_logeuclidean", random_state=np.random.default_rng(0),
+                             n_landmarks=10), "spd"),
+    ],
+)
+def test_save_load_round_trip(rng, tmp_path, cls, params, kind):
+    if kind == "circle":
+        X, Y = circle_data(rng, n=30)
+    elif kind == "spd":
+        X, Y = spd_data(rng, n=20)
+    else:
+        X = rng.uniform(-1, 1, (20, 1))
+        Y = np.sin(3 * X[:, 0])
+    est = cls(lam=1e-3, **params).fit(X, Y)
+    est.save(tmp_path / "m.npz")
+    loaded = psdsos.load(tmp_path / "m.npz")
+    assert type(loaded) is cls
+    Xt = rng.uniform(-1, 1, (15, X.shape[1]))
+    np.testing.assert_array_equal(loaded.scores(Xt), est.scores(Xt))
+    np.testing.assert_array_equal(loaded.predict(Xt), est.predict(Xt))
+    assert loaded.output_space_.to_config() == est.output_space_.to_config()
+    assert loaded.n_features_in_ == est.n_features_in_
+    # the file holds no pickle: it loads with allow_pickle=False
+    with np.load(tmp_path / "m.npz", allow_pickle=False) as data:
+        assert "Y_train" in data.files
+
+
+def test_save_refuses_unregistered_space(rng, tmp_path):
+    class MySphere(SphereSpace):
+        pass
+
+    X, Z = circle_data(rng, n=10)
+    est = SELFEstimator(output=MySphere()).fit(X, Z)
+    with pytest.raises(ValueError, match="output"):
+        est.save(tmp_path / "m.npz")
+    est = SELFEstimator(output=SPDSpace()).fit(*spd_data(rng, n=10))
+    est.save(tmp_path / "ok.npz")  # a registered space object is fine
+    assert isinstance(psdsos.load(tmp_path / "ok.npz").output, SPDSpace)
