@@ -22,19 +22,27 @@ _PARTIAL_FRACTION = 0.12
 class NegativePart:
     """Stateful helper that remembers how many eigenvalues were negative last time.
 
-    The count of negative eigenvalues changes slowly along an iterative solver, so the
-    last count decides which of the three strategies to use next.
+    The count of negative eigenvalues changes slowly along an iterative solver once it has
+    settled, so the last two counts decide which of the three strategies to use next: a
+    partial decomposition only when both were on the same small side (the first iterates
+    jump, e.g. from S = lam1 I with no negative eigenvalue to 60% negative, and a partial
+    MRRR decomposition asked for most of the pairs costs ~3x a full one, measured).
     """
 
     def __init__(self, size):
         self.size = size
         self.n_neg = size // 2  # unknown at first: full decomposition
+        self._prev = size // 2
+
+    def _set_count(self, k):
+        self._prev, self.n_neg = self.n_neg, int(k)
 
     def _strategy(self):
         lim = _PARTIAL_FRACTION * self.size
-        if self.n_neg <= lim:
+        hi, lo = max(self.n_neg, self._prev), min(self.n_neg, self._prev)
+        if hi <= lim:
             return "neg"
-        if self.size - self.n_neg <= lim:
+        if self.size - lo <= lim:
             return "pos"
         return "full"
 
@@ -63,11 +71,11 @@ class NegativePart:
             wn = None
         N = 0.5 * (N + N.T)
         if wn is None:
-            self.n_neg = self.size - len(wp)
+            self._set_count(self.size - len(wp))
             # eigenvalues of S below 0: only their squared sum is needed downstream
             sq = float(np.sum(S * S) - np.sum(wp**2))
             return N, max(sq, 0.0)
-        self.n_neg = len(wn)
+        self._set_count(len(wn))
         return N, float(np.sum(wn**2))
 
     def sq_norm(self, S):

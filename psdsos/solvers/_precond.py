@@ -72,6 +72,7 @@ class DualPreconditioner:
             scale += float(np.sum(U * U)) / max(1, U.shape[1])
         self.shift = float(mu) + _REL_SHIFT * max(scale, float(mu), 1e-300)
         self.V = V
+        self.s = s
         self.s_max = float(s[-1]) if s.size else 0.0
         self.dinv = 1.0 / (s / lam2 + self.shift)
         self.U = U
@@ -87,6 +88,14 @@ class DualPreconditioner:
         """An upper bound on the largest eigenvalue of P."""
         extra = 0.0 if self.U is None else float(np.sum(self.U * self.U))
         return self.s_max / lam2 + self.shift + extra
+
+    def hadamard_gram(self, G):
+        """(K_Phi o K_Phi kron I) G = A(A^*(G)) for G of shape (m, d, d), from the stored
+        eigendecomposition (O(m k d^2), no r d x r d matrix)."""
+        m, d = self.m, self.d
+        H = G.reshape(m, d * d)
+        out = self.V @ (self.s[:, None] * (self.V.T @ H))
+        return out.reshape(m, d, d)
 
     def _apply0(self, H):
         """(K o K / lam2 kron I + shift I)^{-1} on H of shape (m, anything)."""
