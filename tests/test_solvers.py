@@ -348,7 +348,7 @@ def test_dual_solver_on_a_generic_problem(rng):
 # ---------------------------------------------------------------------------------------
 def _forced(size, strategy):
     neg = NegativePart(size)
-    neg.n_neg = {"neg": 0, "pos": size, "full": size // 2}[strategy]
+    neg.n_neg = neg._prev = {"neg": 0, "pos": size, "full": size // 2}[strategy]
     return neg
 
 
@@ -431,11 +431,15 @@ def test_negative_part_edge_cases(rng):
         N, sq = _forced(6, strategy)(-P)
         np.testing.assert_allclose(N, P, atol=1e-12)
         assert sq == pytest.approx(np.sum(P * P), rel=1e-12)
-    # the strategy follows the last count
+    # the strategy follows the last two counts: partial only when both are on one side
     neg = NegativePart(100)
     assert neg._strategy() == "full"
     neg(np.eye(100))
+    assert neg.n_neg == 0 and neg._strategy() == "full"  # one count is not enough
+    neg(np.eye(100))
     assert neg.n_neg == 0 and neg._strategy() == "neg"
+    neg(-np.eye(100))
+    assert neg.n_neg == 100 and neg._strategy() == "full"  # the count jumped
     neg(-np.eye(100))
     assert neg.n_neg == 100 and neg._strategy() == "pos"
 
