@@ -3,16 +3,17 @@
 Measures, with one BLAS thread:
 
 1. affine-invariant SPD decoding (weighted Karcher mean, manifold paper eq. 2 / Table 1),
-   n_train = 1000 matrices of size 10 x 10, non-negative normalized weights: psdsos's batched
-   Riemannian gradient descent (``SPDSpace.decode`` on all test points at once), the same
-   RGD called one test point at a time, and ``pyriemann``'s ``mean_riemann`` per test point
-   when pyriemann is importable (the column is skipped with a note otherwise).  All stop at
-   the same Riemannian gradient norm (pyriemann's criterion ||sum_i w_i log(M^-1/2 C_i
-   M^-1/2)||_F is half of it), and the gradient norm reached is recomputed for every result
-   with ``SPDSpace.riemannian_gradient``;
+   n_train = 1000 matrices of size 10 x 10: psdsos's batched Riemannian Newton
+   (``SPDSpace.decode``) on the weights alpha(x) of a fitted ``SELFEstimator`` (signed), on
+   their normalized positive part and on uniform(0,1)^4 weights, against ``pyriemann``'s
+   ``mean_riemann`` per test point on the non-negative ones (skipped with a note when pyriemann
+   is not importable).  All stop at the same Riemannian gradient norm (pyriemann's criterion
+   ||sum_i w_i log(M^-1/2 C_i M^-1/2)||_F is half of it), recomputed for every result with
+   ``SPDSpace.riemannian_gradient`` (LAPACK);
 2. CVXPY decodings: the problem built once with ``cp.Parameter`` (DPP) and re-solved per test
    point (what ``EuclideanSpace("simplex")`` and ``BuresSpace`` do) against building and
-   solving a fresh problem (data as constants) per test point.
+   solving a fresh problem (data as constants) per test point, both through
+   ``psdsos.solvers.solve_cvxpy`` with CLARABEL and tol 1e-8.
 
 Usage::
 
@@ -32,7 +33,9 @@ import cvxpy as cp
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from psdsos.structured import BuresSpace, EuclideanSpace, SPDSpace
+from psdsos.solvers import solve_cvxpy
+from psdsos.structured import BuresSpace, EuclideanSpace, SELFEstimator, SPDSpace
+from psdsos.structured._common import policy_weights
 
 try:  # optional reference implementation
     try:
@@ -60,34 +63,64 @@ def rgrad_norm(space, P, W):
     return np.array(out)
 
 
+def self_weights(n_train, d, n_test, rng):
+    """SELF weights alpha(x) of a SELFEstimator fitted on a seeded SPD regression problem."""
+    p = 3
+    X = rng.uniform(-1, 1, (n_train + n_test, p))
+    Bm = rng.standard_normal((p, d, d)) / np.sqrt(d)
+    S = np.einsum("np,pij->nij", X, Bm)
+    S = 0.5 * (S + np.swapaxes(S, 1, 2))
+    w, V = np.linalg.eigh(S)
+    Y = (V * np.exp(w)[:, None, :]) @ np.swapaxes(V, 1, 2)
+    N = np.eye(d) + 0.15 * rng.standard_normal((n_train + n_test, d, d))
+    Y = N @ Y @ np.swapaxes(N, 1, 2) + 1e-3 * np.eye(d)
+    Y = 0.5 * (Y + np.swapaxes(Y, 1, 2))[:n_train]
+    est = SELFEstimator(sigma=0.5, lam=1e-3, output="spd").fit(X[:n_train], Y)
+    return Y, est.scores(X[n_train:])
+
+
+def time_ours(space, W):
+    t0 = time.perf_counter()
+    P = space.decode(W)
+    t = (time.perf_counter() - t0) / len(W)
+    return P, t, float(space.n_iter_.mean()), space.n_eigh_ / len(W)
+
+
+def time_pyriemann(Y, W, tol):
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        P = np.array([mean_riemann(Y, tol=tol / 2, maxiter=500, sample_weight=w) for w in W])
+    return P, (time.perf_counter() - t0) / len(W)
+
+
 def bench_spd(n_train, d, n_test, tol, rng):
-    Y = rand_spd(rng, n_train, d)
-    A = rng.uniform(0, 1, (n_test, n_train)) ** 4  # concentrated, SELF-like weights
-    W = A / A.sum(axis=1, keepdims=True)
-    space = SPDSpace(weights="positive", tol=tol, max_iter=500).fit(Y)
-    t0 = time.perf_counter()
-    P_batch = space.decode(W)
-    t_batch = (time.perf_counter() - t0) / n_test
-    iters = float(space.n_iter_.mean())
-    t0 = time.perf_counter()
-    P_loop = np.concatenate([space.decode(W[i : i + 1]) for i in range(n_test)])
-    t_loop = (time.perf_counter() - t0) / n_test
-    rows = [("psdsos batched RGD", t_batch, rgrad_norm(space, P_batch, W).max(), iters),
-            ("psdsos RGD, one point per call", t_loop, rgrad_norm(space, P_loop, W).max(),
-             iters)]
-    note = None
-    if mean_riemann is not None:
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            P_pr = np.array([mean_riemann(Y, tol=tol / 2, maxiter=500, sample_weight=w)
-                             for w in W])
-        t_pr = (time.perf_counter() - t0) / n_test
-        rows.append(("pyriemann mean_riemann", t_pr, rgrad_norm(space, P_pr, W).max(),
-                     float("nan")))
-    else:
-        note = "pyriemann is not importable: its column is skipped"
-    return rows, note
+    """Rows (weights, method, ms / point, grad norm reached, iterations, eigh / point)."""
+    rows, ratios = [], []
+    Y, alpha = self_weights(n_train, d, n_test, rng)
+    Wp = np.maximum(alpha, 0.0)
+    Wp /= Wp.sum(axis=1, keepdims=True)
+    A = rng.uniform(0, 1, (n_test, n_train)) ** 4  # concentrated non-negative weights
+    Wu = A / A.sum(axis=1, keepdims=True)
+    signed = SPDSpace(weights="signed", tol=tol, max_iter=500).fit(Y)
+    signed.decode(alpha[:1])  # warm-up
+    Ws, _ = policy_weights(alpha, "signed")
+    P, t, it, ne = time_ours(signed, alpha)
+    rows.append(("SELF alpha(x), signed", "psdsos Newton", t, rgrad_norm(signed, P, Ws).max(),
+                 it, ne))
+    for label, W in (("SELF alpha(x), positive part", Wp), ("uniform(0,1)^4, normalized", Wu)):
+        space = SPDSpace(weights="positive", tol=tol, max_iter=500).fit(Y)
+        P, t, it, ne = time_ours(space, W)
+        rows.append((label, "psdsos Newton", t, rgrad_norm(space, P, W).max(), it, ne))
+        P1 = np.concatenate([space.decode(W[i : i + 1]) for i in range(min(len(W), 5))])
+        if mean_riemann is not None:
+            Pr, tr = time_pyriemann(Y, W, tol)
+            rows.append((label, "pyriemann mean_riemann", tr, rgrad_norm(space, Pr, W).max(),
+                         float("nan"), float("nan")))
+            ratios.append((label, tr / t, np.abs(P1 - Pr[: len(P1)]).max()))
+    note = None if mean_riemann is not None else (
+        "pyriemann is not importable: its rows are skipped")
+    return rows, ratios, note
 
 
 def bench_cvxpy(kind, n_test, rng, quick):
@@ -101,7 +134,7 @@ def bench_cvxpy(kind, n_test, rng, quick):
             y = cp.Variable(k)
             m = a @ Y
             prob = cp.Problem(cp.Minimize(cp.sum_squares(y - m)), [y >= 0, cp.sum(y) == 1])
-            prob.solve(solver="CLARABEL")
+            solve_cvxpy(prob, solver="CLARABEL", tol=1e-8)  # the options of the DPP path
             return y.value
     else:
         n, d = (4, 2) if quick else (20, 3)
@@ -116,7 +149,7 @@ def bench_cvxpy(kind, n_test, rng, quick):
             cons = [Yv >> 0] + [cp.bmat([[Yv, X], [X.T, C]]) >> 0 for X, C in zip(Xs, Y,
                                                                               strict=True)]
             obj = cp.trace(Yv) - 2 * sum(w[i] * cp.trace(Xs[i]) for i in range(n))
-            cp.Problem(cp.Minimize(obj), cons).solve(solver="CLARABEL")
+            solve_cvxpy(cp.Problem(cp.Minimize(obj), cons), solver="CLARABEL", tol=1e-8)
             return Yv.value
 
     space.decode(A[:1])  # the one-time compilation, reported apart
@@ -143,25 +176,28 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     n_train, d, n_test = (100, 4, 4) if args.quick else (1000, 10, 50)
     tol = 1e-8
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     lines = [
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"1 BLAS thread; numpy {np.__version__}, cvxpy {cp.__version__}",
+        f"1 BLAS thread, load average {load:.2f} at start; numpy {np.__version__}, "
+        f"cvxpy {cp.__version__}",
         "",
         f"## SPD affine-invariant decoding: n_train = {n_train}, {d} x {d}, {n_test} test "
         f"points, Riemannian gradient norm <= {tol:g}",
         "",
-        "| method | ms / test point | max Riemannian grad norm reached | mean RGD iterations |",
-        "|---|---|---|---|",
+        "| weights | method | ms / test point | max Riemannian grad norm reached "
+        "| mean iterations | LAPACK eigh / test point |",
+        "|---|---|---|---|---|---|",
     ]
     with threadpool_limits(1):
-        rows, note = bench_spd(n_train, d, n_test, tol, rng)
-        for name, t, g, it in rows:
-            lines.append(f"| {name} | {1e3 * t:.1f} | {g:.2g} | {it:.1f} |")
+        rows, ratios, note = bench_spd(n_train, d, n_test, tol, rng)
+        for wl, name, t, g, it, ne in rows:
+            lines.append(f"| {wl} | {name} | {1e3 * t:.1f} | {g:.2g} | {it:.1f} | {ne:.0f} |")
         if note:
             lines += ["", f"note: {note}"]
-        else:
-            ratio = rows[2][1] / rows[0][1]
-            lines += ["", f"pyriemann / psdsos batched time ratio: {ratio:.2f}"]
+        for wl, r, diff in ratios:
+            lines.append(f"\npyriemann / psdsos time ratio, {wl}: {r:.2f} "
+                         f"(max |difference| of the decoded matrices {diff:.1g})")
         lines += [
             "",
             "## CVXPY decoding: DPP re-solve vs rebuilding the problem per test point",

@@ -10,8 +10,8 @@ Each space decodes eq. 2,
 with normalized weights :math:`w` from the negative-weight policy of
 :mod:`psdsos.structured._common` (:func:`policy_weights`), batched over test points:
 
-* :class:`SPDSpace` -- affine-invariant distance (eq. 16, Table 1), Riemannian gradient
-  descent with the exponential map (eq. 15, Appendix F);
+* :class:`SPDSpace` -- affine-invariant distance (eq. 16, Table 1), Riemannian Newton with
+  the exponential map (eq. 15), eigenvectors tracked across iterations;
 * :class:`LogEuclideanSPDSpace` -- log-Euclidean distance, closed form;
 * :class:`BuresSpace` -- Bures-Wasserstein distance, an SDP in CVXPY (convex for
   :math:`w \ge 0`) or the fixed-point iteration of Alvarez-Esteban et al. (2016), which is
@@ -75,11 +75,6 @@ def _spectral(V, f):
     return 0.5 * (P + np.swapaxes(P, -1, -2))
 
 
-def _expm(S):
-    w, V = np.linalg.eigh(S)
-    return _spectral(V, np.exp(w))
-
-
 def _chunks(idx, per_point):
     size = max(1, _BLOCK_BUDGET // max(per_point, 1))
     for s in range(0, len(idx), size):
@@ -103,6 +98,190 @@ def _warn_not_converged(space, gnorm, tol, max_iter):
             ConvergenceWarning,
             stacklevel=3,
         )
+
+
+# ---- SPD decoding machinery: tracked eigendecompositions and Riemannian Newton ----------
+def _sw(A):
+    return np.swapaxes(A, -1, -2)
+
+
+def _expm_scaled(S, s):
+    """``expm(s * S)`` for symmetric S (batched)."""
+    w, V = np.linalg.eigh(S)
+    return _spectral(V, np.exp(s * w))
+
+
+class _TrackedLogs:
+    r"""Logarithms of :math:`M_i = R Y_i R^\top` for a moving congruence factor R.
+
+    ``evaluate(R, W, V)`` returns, for each test point (row of R, W) and training matrix,
+    an orthogonal V with :math:`V^\top M V = \operatorname{diag}(\lambda) + E` and the
+    logarithm :math:`\log M = V (\operatorname{diag}(\log\lambda) + \Phi \circ E) V^\top`,
+    :math:`\Phi_{jk} = (\log\lambda_j - \log\lambda_k) / (\lambda_j - \lambda_k)` (the
+    Daleckii-Krein first-order term; the remainder is second order in
+    :math:`r = \|E\|_F / \lambda_{\min}`).  V is refined from the previous iterate's
+    eigenvectors by simultaneous Jacobi rotations (:math:`V \leftarrow V \,\mathrm{orth}(I +
+    K + K^2/2)`, :math:`K_{jk} = \tan\theta_{jk}` of the 2 x 2 Jacobi angle: quadratic
+    convergence, matrix products only) until :math:`r \le` ``thr``; a matrix whose rotation
+    is large, that is not refined within ``max_refine`` rounds, or whose V lost
+    orthogonality (> 1e-12) gets a LAPACK ``eigh`` instead.  Without V, every matrix does.
+    """
+
+    def __init__(self, A, thr, max_refine=5, kmax=1.0):
+        d = A.shape[1]
+        self.A, self.thr, self.max_refine, self.kmax = A, thr, max_refine, kmax
+        self.iu, self.ju = np.triu_indices(d, 1)
+        self.fu, self.fl = self.iu * d + self.ju, self.ju * d + self.iu  # flat (j,k), (k,j)
+        self.dg = np.arange(d) * (d + 1)
+        self.eye = np.eye(d)
+        self.n_eigh = 0
+
+    def _eigh(self, RT, ci, ni):
+        R = np.ascontiguousarray(_sw(RT[ci]))
+        lam, V = np.linalg.eigh((R @ self.A[ni]) @ RT[ci])
+        self.n_eigh += len(ci)
+        return lam, V
+
+    def evaluate(self, R, W, V=None):
+        A, iu, ju, fu, fl, eye = self.A, self.iu, self.ju, self.fu, self.fl, self.eye
+        c, n, d = len(R), len(A), A.shape[1]
+        m = c * n
+        RT = np.ascontiguousarray(_sw(R))
+        rows = np.arange(m)
+        lam = np.empty((m, d))
+        Bu = np.zeros((m, len(iu)))
+        if V is None:
+            lam[:], V = self._eigh(RT, rows // n, rows % n)
+        else:
+            V = V.reshape(m, d, d).copy()
+            idx = rows
+            for it in range(self.max_refine + 1):
+                ci, ni = idx // n, idx % n
+                Vw = V[idx]
+                Ct = RT[ci] @ Vw
+                B = np.ascontiguousarray(_sw(Ct)) @ (A[ni] @ Ct)
+                B2 = B.reshape(len(B), d * d)
+                lw = B2[:, self.dg]
+                bu = 0.5 * (B2[:, fu] + B2[:, fl])
+                lmin = lw.min(axis=1)
+                r = np.sqrt(2.0 * np.einsum("ij,ij->i", bu, bu)) / np.where(lmin > 0, lmin, 1.0)
+                fine = (r <= self.thr) & (lmin > 0)
+                lam[idx[fine]], Bu[idx[fine]] = lw[fine], bu[fine]
+                if fine.all() or it == self.max_refine:
+                    break
+                go = ~fine
+                idx, Vw, lw, bu = idx[go], Vw[go], lw[go], bu[go]
+                hb = 0.5 * (lw[:, ju] - lw[:, iu])
+                den = hb + np.copysign(np.sqrt(hb * hb + bu * bu), hb)
+                ku = np.divide(bu, den, out=np.zeros_like(bu), where=den != 0)
+                kn = np.sqrt(2.0 * np.einsum("ij,ij->i", ku, ku))
+                big = kn > self.kmax
+                kn_max = kn[~big].max(initial=0.0)
+                if big.any():  # far from the previous eigenvectors: LAPACK
+                    b = idx[big]
+                    lam[b], V[b] = self._eigh(RT, b // n, b % n)
+                    Bu[b] = 0.0
+                    idx, Vw, ku = idx[~big], Vw[~big], ku[~big]
+                K = np.zeros((len(idx), d * d))
+                K[:, fu] = ku
+                K[:, fl] = -ku
+                K = K.reshape(-1, d, d)
+                Vw = Vw @ (eye + K + 0.5 * (K @ K))
+                for _ in range(1 + (kn_max > 0.3)):  # Newton-Schulz polar steps
+                    Vw = Vw @ (1.5 * eye - 0.5 * (np.ascontiguousarray(_sw(Vw)) @ Vw))
+                V[idx] = Vw
+            if not fine.all():
+                b = idx[~fine]
+                lam[b], V[b] = self._eigh(RT, b // n, b % n)
+                Bu[b] = 0.0
+            O = np.ascontiguousarray(_sw(V)) @ V - eye
+            b = np.flatnonzero(np.einsum("ijk,ijk->i", O, O) > 1e-24)
+            if b.size:
+                lam[b], V[b] = self._eigh(RT, b // n, b % n)
+                Bu[b] = 0.0
+        lam = np.maximum(lam, _TINY)
+        lg = np.log(lam)
+        x = 0.5 * (lg[:, iu] - lg[:, ju])
+        sh = np.sinh(x)
+        xs = np.divide(x, sh, out=np.ones_like(x), where=sh != 0)  # x / sinh x
+        Lu = xs * np.exp(-0.5 * (lg[:, iu] + lg[:, ju])) * Bu  # Daleckii-Krein term
+        L = np.zeros((m, d * d))
+        L[:, fu] = Lu
+        L[:, fl] = Lu
+        L[:, self.dg] = lg
+        L = L.reshape(m, d, d)
+        hu = (xs * np.cosh(x)).reshape(c, n, -1)  # Hessian multipliers (delta/2) coth(delta/2)
+        Vt = np.ascontiguousarray(_sw(V))
+        Wf = W.reshape(c, 1, n)
+        F = (Wf @ (np.einsum("ij,ij->i", lg, lg) + 2.0 * np.einsum("ij,ij->i", Lu, Lu))
+             .reshape(c, n, 1))[:, 0, 0]
+        G = (Wf @ ((V @ L) @ Vt).reshape(c, n, d * d)).reshape(c, d, d)
+        G = 0.5 * (G + _sw(G))
+        return _Frame(V.reshape(c, n, d, d), Vt.reshape(c, n, d, d), hu, F, G, self)
+
+
+class _Frame:
+    """Eigen-information of one evaluation: V, V^T, Hessian multipliers, F, G."""
+
+    def __init__(self, V, Vt, hu, F, G, tracker):
+        self.V, self.Vt, self.hu, self.F, self.G = V, Vt, hu, F, G
+        self.tracker, self._H = tracker, None
+
+    def take(self, sel):
+        return _Frame(self.V[sel], self.Vt[sel], self.hu[sel], self.F[sel], self.G[sel],
+                      self.tracker)
+
+    def put(self, sel, other, osel):
+        for k in ("V", "Vt", "hu", "F", "G"):
+            getattr(self, k)[sel] = getattr(other, k)[osel]
+        self._H = None
+
+    def hvp(self, W, P):
+        r"""Riemannian Hessian of F/2 at the frame point (identity), applied to P.
+
+        In the eigenbasis of :math:`\log M_i`, the Hessian of :math:`\tfrac12 d^2(\cdot, M_i)`
+        multiplies entry (j, k) by :math:`(\delta/2)\coth(\delta/2)`,
+        :math:`\delta = \log\lambda_j - \log\lambda_k` (Jacobi fields of a symmetric space).
+        """
+        c, n, d = self.V.shape[:3]
+        if self._H is None:
+            t = self.tracker
+            H = np.ones((c, n, d * d))
+            H[..., t.fu] = self.hu
+            H[..., t.fl] = self.hu
+            self._H = H.reshape(c, n, d, d)
+        S = self.Vt @ (P[:, None] @ self.V)
+        Z = (self.V @ (self._H * S)) @ self.Vt
+        out = (W.reshape(c, 1, n) @ Z.reshape(c, n, d * d)).reshape(c, d, d)
+        return 0.5 * (out + _sw(out))
+
+
+def _newton_direction(fr, W, max_cg):
+    """Truncated CG on Hess[P] = G (forcing term min(1/2, sqrt ||G||)); the gradient
+    direction G if the first curvature is not positive (signed weights)."""
+    G = fr.G
+    gn2 = np.einsum("cij,cij->c", G, G)
+    eta2 = np.minimum(0.25, np.sqrt(gn2)) * gn2
+    P, r, q, rr = np.zeros_like(G), G.copy(), G.copy(), gn2.copy()
+    act = np.flatnonzero(gn2 > 0)
+    for k in range(max_cg):
+        if not act.size:
+            break
+        Hq = fr.take(act).hvp(W[act], q[act])
+        qHq = np.einsum("cij,cij->c", q[act], Hq)
+        neg = ~(qHq > 1e-12 * rr[act])
+        if k == 0:
+            P[act[neg]] = G[act[neg]]
+        pos = ~neg
+        a, Hq = act[pos], Hq[pos]
+        al = rr[a] / qHq[pos]
+        P[a] += al[:, None, None] * q[a]
+        r[a] -= al[:, None, None] * Hq
+        rrn = np.einsum("cij,cij->c", r[a], r[a])
+        q[a] = r[a] + (rrn / rr[a])[:, None, None] * q[a]
+        rr[a] = rrn
+        act = a[rrn > eta2[a]]
+    return P
 
 
 class _RGDOptions:
@@ -131,14 +310,23 @@ class SPDSpace(_RGDOptions, OutputSpace):
     :math:`\langle U, V\rangle_Y = \operatorname{Tr}(Y^{-1} U Y^{-1} V)`, so
     :math:`\|\operatorname{grad} F\|_Y = 2\|G(Y)\|_F`).
 
-    Decoding ("rgd", Appendix F, Algorithm 1, with the exponential map of eq. 15):
-    :math:`Y \leftarrow \operatorname{Exp}_Y(-\eta \operatorname{grad} F)
-    = Y^{1/2} \exp(2\eta\, G(Y)) Y^{1/2}`, batched over test points (stacked ``eigh``),
-    from the log-Euclidean weighted mean :math:`\exp(\sum_i w_i \log Y_i)` (exact when the
-    :math:`Y_i` commute), step :math:`\eta = 1/2` (for :math:`w \ge 0` this is the classical
-    Karcher-mean fixed point) halved per test point whenever F would increase (and doubled
-    back, up to 1/2, after an accepted step).  Stops when
-    :math:`\|\operatorname{grad} F\|_Y \le` ``tol`` (``F`` with weights summing to one).
+    Decoding ("rgd": Riemannian optimization with the exponential map of eq. 15, here
+    Riemannian Newton), batched over test points, from the log-Euclidean weighted mean
+    :math:`\exp(\sum_i w_i \log Y_i)` (exact when the :math:`Y_i` commute).  Everything is
+    computed in the frame of a congruence factor R, :math:`Y^{-1} = R^\top R` (the metric is
+    invariant under any congruence, so :math:`G = \sum_i w_i \log(R Y_i R^\top)` has the same
+    norm): the Newton direction P solves :math:`\operatorname{Hess}[P] = G` by truncated
+    conjugate gradients, with the Hessian of :math:`\tfrac12 d^2(\cdot, Y_i)` diagonal in the
+    eigenbasis of :math:`\log(R Y_i R^\top)` (multipliers :math:`(\delta/2)\coth(\delta/2)`,
+    :math:`\delta` the differences of log-eigenvalues); the gradient direction where the
+    curvature is not positive (signed weights).  Step
+    :math:`R \leftarrow \exp(-tP/2) R`, t = 1 halved per test point whenever F would increase.
+    The first evaluation uses LAPACK ``eigh`` on every :math:`R Y_i R^\top`; later ones refine
+    the previous eigenvectors with matrix products (simultaneous Jacobi rotations, quadratic
+    convergence) plus a Daleckii-Krein correction of the logarithm, with LAPACK only for the
+    matrices that do not converge (:class:`_TrackedLogs`); the refinement target makes the
+    logarithms' error far below ``tol``.  Stops when
+    :math:`\|\operatorname{grad} F\|_Y = 2\|G\|_F \le` ``tol`` (``F`` with weights summing to one).
 
     Negative-weight policy: ``weights="signed"`` keeps signed weights normalized to sum one
     when :math:`\sum\alpha > 0` and :math:`\|\alpha\|_1 \le 4\sum\alpha`; the SPD manifold is a
@@ -151,7 +339,7 @@ class SPDSpace(_RGDOptions, OutputSpace):
     ----------
     weights : {"signed", "positive"}, default="signed"
     max_iter : int, default=100
-        Largest number of RGD iterations per test point.
+        Largest number of Newton iterations (trial steps) per test point.
     tol : float, default=1e-8
         Stopping threshold on the Riemannian gradient norm.
 
@@ -160,6 +348,8 @@ class SPDSpace(_RGDOptions, OutputSpace):
     n_iter_ : ndarray of int, shape (n_test,)
     grad_norm_ : ndarray, shape (n_test,)
         Final Riemannian gradient norms.
+    n_eigh_ : int
+        LAPACK eigendecompositions of d x d matrices used (all test points).
     """
 
     name = "spd"
@@ -226,7 +416,7 @@ class SPDSpace(_RGDOptions, OutputSpace):
         return F, 0.5 * (G + np.swapaxes(G, -1, -2)), Yh
 
     def decode(self, alpha, method="auto"):
-        """Predictions of eq. 2 by batched RGD, shape (n_test, d, d), SPD."""
+        """Predictions of eq. 2 by batched Riemannian Newton, shape (n_test, d, d), SPD."""
         resolve_method(self, method)
         self._check_options()
         A = check_alpha(alpha, len(self.Y_train_))
@@ -235,36 +425,43 @@ class SPDSpace(_RGDOptions, OutputSpace):
         return self._rgd(W, Y)
 
     def _rgd(self, W, Y):
+        """Riemannian Newton from Y (class docstring), batched over test points."""
         T, n, d = len(W), len(self.Y_train_), self.Y_train_.shape[1]
         tol, max_iter = float(self.tol), int(self.max_iter)
-        Y = Y.copy()
-        F = np.empty(T)
-        G = np.empty((T, d, d))
-        Yh = np.empty((T, d, d))
-        idx_all = np.arange(T)
-        for c in _chunks(idx_all, n * d * d):
-            F[c], G[c], Yh[c] = self._eval(Y[c], W[c])
-        eta = np.full(T, 0.5)
+        # refinement target: the Daleckii-Krein remainder, O(d r^2), stays below tol / 1000
+        tracker = _TrackedLogs(self.Y_train_, thr=min(1e-5, max(np.sqrt(1e-3 * tol / d), 1e-9)))
+        out = np.empty_like(Y)
         n_iter = np.zeros(T, dtype=int)
-        gnorm = 2.0 * np.linalg.norm(G, axis=(1, 2))
-        for _ in range(max_iter):
-            active = np.flatnonzero((gnorm > tol) & (eta > _MIN_STEP))
-            if not active.size:
-                break
-            for c in _chunks(active, n * d * d):
-                Yc = Yh[c] @ _expm(2.0 * eta[c, None, None] * G[c]) @ Yh[c]
-                Yc = 0.5 * (Yc + np.swapaxes(Yc, 1, 2))
-                Fc, Gc, Yhc = self._eval(Yc, W[c])
-                ok = Fc <= F[c] + 1e-13 * np.maximum(1.0, np.abs(F[c]))
-                acc, rej = c[ok], c[~ok]
-                Y[acc], F[acc], G[acc], Yh[acc] = Yc[ok], Fc[ok], Gc[ok], Yhc[ok]
-                eta[acc] = np.minimum(2.0 * eta[acc], 0.5)
-                eta[rej] *= 0.5
-                n_iter[c] += 1
-            gnorm = 2.0 * np.linalg.norm(G, axis=(1, 2))
-        self.n_iter_, self.grad_norm_ = n_iter, gnorm
+        gnorm = np.empty(T)
+        for c in _chunks(np.arange(T), 8 * n * d * d):
+            Wc = W[c]
+            R = np.linalg.inv(np.linalg.cholesky(Y[c]))  # Y^{-1} = R^T R
+            fr = tracker.evaluate(R, Wc)
+            gn = 2.0 * np.sqrt(np.einsum("cij,cij->c", fr.G, fr.G))
+            step = np.ones(len(c))
+            for _ in range(max_iter):
+                a = np.flatnonzero((gn > tol) & (step > _MIN_STEP))
+                if not a.size:
+                    break
+                fa = fr.take(a)
+                P = _newton_direction(fa, Wc[a], max_cg=d * (d + 1) // 2)
+                Rn = _expm_scaled(P, -0.5 * step[a, None]) @ R[a]
+                fn = tracker.evaluate(Rn, Wc[a], fa.V)
+                ok = fn.F <= fa.F + 1e-13 * np.maximum(1.0, np.abs(fa.F))
+                acc = a[ok]
+                R[acc] = Rn[ok]
+                fr.put(acc, fn, ok)
+                step[acc] = np.minimum(2.0 * step[acc], 1.0)
+                step[a[~ok]] *= 0.5
+                n_iter[c[a]] += 1
+                gn = 2.0 * np.sqrt(np.einsum("cij,cij->c", fr.G, fr.G))
+            Ri = np.linalg.inv(R)
+            Yc = Ri @ _sw(Ri)
+            out[c] = 0.5 * (Yc + _sw(Yc))
+            gnorm[c] = gn
+        self.n_iter_, self.grad_norm_, self.n_eigh_ = n_iter, gnorm, tracker.n_eigh
         _warn_not_converged(self, gnorm, tol, max_iter)
-        return Y
+        return out
 
     def to_config(self):
         return {"weights": self.weights, "max_iter": int(self.max_iter), "tol": float(self.tol)}
