@@ -3,6 +3,13 @@
 from psdsos.estimators._base import load
 from psdsos.estimators._cnls import PiecewiseLinearConvexRegressor
 from psdsos.estimators._convex import ConvexRegressor
+from psdsos.estimators._krr import KernelRidgeRegressor
 from psdsos.estimators._psd import PSDRegressor
 
-__all__ = ["PSDRegressor", "ConvexRegressor", "PiecewiseLinearConvexRegressor", "load"]
+__all__ = [
+    "PSDRegressor",
+    "ConvexRegressor",
+    "PiecewiseLinearConvexRegressor",
+    "KernelRidgeRegressor",
+    "load",
+]
