@@ -11,6 +11,7 @@ estimators -> structured; geometry, datasets, model_selection, plotting and cli 
 
 from psdsos.estimators import (
     ConvexRegressor,
+    KernelRidgeRegressor,
     PiecewiseLinearConvexRegressor,
     PSDRegressor,
     load,
@@ -21,6 +22,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ConvexRegressor",
+    "KernelRidgeRegressor",
     "PSDRegressor",
     "PiecewiseLinearConvexRegressor",
     "SELFEstimator",
