@@ -349,6 +349,7 @@ def test_dual_solver_on_a_generic_problem(rng):
 def _forced(size, strategy):
     neg = NegativePart(size)
     neg.n_neg = neg._prev = {"neg": 0, "pos": size, "full": size // 2}[strategy]
+    neg.min_partial_size = 0  # exercise the partial strategies on small matrices too
     return neg
 
 
@@ -431,6 +432,11 @@ def test_negative_part_edge_cases(rng):
         N, sq = _forced(6, strategy)(-P)
         np.testing.assert_allclose(N, P, atol=1e-12)
         assert sq == pytest.approx(np.sum(P * P), rel=1e-12)
+    # small matrices always take the full decomposition (scipy's overhead eats the saving)
+    small = NegativePart(20)
+    small(np.eye(20))
+    small(np.eye(20))
+    assert small.n_neg == 0 and small._strategy() == "full"
     # the strategy follows the last two counts: partial only when both are on one side
     neg = NegativePart(100)
     assert neg._strategy() == "full"

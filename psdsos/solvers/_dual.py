@@ -237,7 +237,7 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
         # regression the Hessians of the unconstrained ridge fit), so an optimum at
         # theta = 0, B = 0 is not a 0/0 that never drops below tol
         g0 = problem.smooth(np.zeros((m, d, d)))[1]
-        res_floor = 1e-6 * float(np.sum(g0 * g0))
+        res_floor = 1e-6 * float(np.vdot(g0, g0))
     negpart = NegativePart(N)
     eye_l1 = lam1 * np.eye(N)
 
@@ -268,8 +268,8 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
         gap = (P + Dy) / scale
         if coupled:
             # (theta(G), B(G)) violates g(theta) = A(B) by grad D; require both small
-            res = np.sqrt(float(np.sum(grad * grad)) / max(
-                float(np.sum(gq * gq)), float(np.sum(FB * FB)), res_floor, 1e-300))
+            res = np.sqrt(float(np.vdot(grad, grad)) / max(
+                float(np.vdot(gq, gq)), float(np.vdot(FB, FB)), res_floor, 1e-300))
             err = max(abs(gap), res)
         else:
             err = gap
@@ -298,7 +298,7 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
         step = eta_min
         dirn = grad if Pinv is None else Pinv(grad)
         if eta > eta_min and it >= next_probe:
-            g2 = float(np.sum(grad * dirn))
+            g2 = float(np.vdot(grad, dirn))
             AG = sos_adjoint(Phi, dirn)
             while eta > eta_min:
                 xn = y - eta * dirn
@@ -319,7 +319,7 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
         if step == eta_min:
             xn = y - step * dirn
         # --- momentum with gradient restart (O'Donoghue and Candes, 2015)
-        if float(np.sum(grad * (xn - x))) > 0:
+        if float(np.vdot(grad, xn - x)) > 0:
             t_fista = 1.0
             beta = 0.0
         elif mu > 0:
@@ -362,12 +362,12 @@ def _metric_lipschitz(problem, Phi, d, lam2, Pinv, n_iter=10):
     g0 = problem.smooth(np.zeros((m, d, d)))[1]
     est = 0.0
     for _ in range(n_iter):
-        nh = np.sqrt(float(np.sum(h * h)))
+        nh = np.sqrt(float(np.vdot(h, h)))
         if nh == 0:
             break
         h = h / nh
         Hh = (problem.smooth(h)[1] - g0) + Pinv.hadamard_gram(h) / lam2
         v = Pinv(Hh)
-        est = np.sqrt(float(np.sum(v * v)))
+        est = np.sqrt(float(np.vdot(v, v)))
         h = v
     return max(1.0, 1.05 * est)

@@ -66,7 +66,7 @@ class PSDLeastSquares:
         return self.smooth_value(G), self.M + self.n * G
 
     def smooth_value(self, G):
-        return float(np.sum(G * self.M) + 0.5 * self.n * np.sum(G * G))
+        return float(np.vdot(G, self.M) + 0.5 * self.n * np.vdot(G, G))
 
     def smooth_lipschitz(self):
         return float(self.n)
@@ -82,8 +82,9 @@ class PSDLeastSquares:
         """J(B); pass FB = A(B) if already computed."""
         if FB is None:
             FB = sos_evaluate(self.Phi, B, self.d)
-        fit = 0.5 / self.n * float(np.sum((FB - self.M) ** 2))
-        return fit + self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.sum(B * B))
+        R = FB - self.M
+        fit = 0.5 / self.n * float(np.vdot(R, R))
+        return fit + self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
 
     def evaluate_primal(self, B, params):
         """Objective (numpy) and extra primal variables after a CVXPY solve."""
@@ -278,7 +279,7 @@ class ConvexRegressionProblem:
         _, v = self._v(G)
         Ka = self.R.T @ v  # K alpha = R^T R alpha = R^T v
         r = self._perp(self.y - Ka)
-        reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.sum(B * B))
+        reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
         return float(r @ r) / self.n + self.rho * float(v @ v) + reg
 
     # ---- primal --------------------------------------------------------------------------
@@ -290,7 +291,7 @@ class ConvexRegressionProblem:
         """The primal objective (constraints not checked; see constraint_residual)."""
         f = self.K @ alpha + (self.E @ beta if self.E is not None else 0.0)
         Ra = self.R @ alpha
-        reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.sum(B * B))
+        reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
         return float(np.sum((self.y - f) ** 2)) / self.n + self.rho * float(Ra @ Ra) + reg
 
     def evaluate_primal(self, B, params):
