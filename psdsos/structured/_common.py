@@ -31,6 +31,8 @@ import numbers
 
 import numpy as np
 
+from psdsos.geometry._checks import as_float_array
+
 __all__ = ["SIGNED_L1_BOUND", "policy_weights", "as_finite", "check_float", "solve_parametric"]
 
 #: Largest ||w||_1 = sum|alpha| / sum(alpha) for which signed weights are used as they are.
@@ -39,15 +41,7 @@ SIGNED_L1_BOUND = 4.0
 
 def as_finite(A, name):
     """``A`` as a finite float64 array (no shape check); ValueError naming ``name``."""
-    if np.iscomplexobj(A):
-        raise ValueError(f"{name} must be real, got a complex array")
-    try:
-        arr = np.asarray(A, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a numeric array, got {type(A).__name__}: {exc}") from None
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return arr
+    return as_float_array(A, name)
 
 
 def check_float(value, name, *, positive=False):

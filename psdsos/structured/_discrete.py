@@ -237,7 +237,31 @@ class _PolytopeSpace(OutputSpace):
         return T, P
 
 
-class MulticlassSpace(_PolytopeSpace):
+class _LabelSpace(_PolytopeSpace):
+    """Outputs that are integer labels 0..k-1 of shape (n,) (multiclass, ordinal)."""
+
+    #: word used in error messages ("class", "ordinal")
+    _label_word = "class"
+
+    def __init__(self, k=None, *, lp_solver="HIGHS"):
+        self.k = k
+        self.lp_solver = lp_solver
+
+    def to_config(self):
+        return {"k": None if self.k is None else int(self.k), "lp_solver": self.lp_solver}
+
+    def check_Y(self, Y, name="Y"):
+        """Integer labels of shape (n,) in 0..k-1; ValueError naming ``name`` otherwise."""
+        A = _int_array(Y, name, 1, f"integer {self._label_word} labels")
+        k = self._k_known()
+        if A.min() < 0 or (k is not None and A.max() >= k):
+            rng = "0..k-1" if k is None else f"0..{k - 1}"
+            raise ValueError(f"{name} must hold {self._label_word} labels in {rng}, got values "
+                             f"in [{A.min()}, {A.max()}]")
+        return A
+
+
+class MulticlassSpace(_LabelSpace):
     r"""Multiclass classification: labels 0..k-1, 0-1 loss, probability simplex.
 
     Embedding :math:`\varphi(y) = e_y \in \{0,1\}^k` (one-hot); the 0-1 loss decomposes as
@@ -260,22 +284,6 @@ class MulticlassSpace(_PolytopeSpace):
 
     name = "multiclass"
 
-    def __init__(self, k=None, *, lp_solver="HIGHS"):
-        self.k = k
-        self.lp_solver = lp_solver
-
-    def to_config(self):
-        return {"k": None if self.k is None else int(self.k), "lp_solver": self.lp_solver}
-
-    def check_Y(self, Y, name="Y"):
-        """Integer labels of shape (n,) in 0..k-1; ValueError naming ``name`` otherwise."""
-        A = _int_array(Y, name, 1, "integer class labels")
-        k = self._k_known()
-        if A.min() < 0 or (k is not None and A.max() >= k):
-            rng = "0..k-1" if k is None else f"0..{k - 1}"
-            raise ValueError(f"{name} must hold class labels in {rng}, got values in "
-                             f"[{A.min()}, {A.max()}]")
-        return A
 
     def _infer_k(self, Y):
         return int(Y.max()) + 1
@@ -519,7 +527,7 @@ class RankingSpace(_PolytopeSpace):
         return (T != P).sum(axis=1) * (1.0 / T.shape[1] if self.normalize else 1.0)
 
 
-class OrdinalSpace(_PolytopeSpace):
+class OrdinalSpace(_LabelSpace):
     r"""Ordinal regression: labels 0..k-1 (ordered), absolute loss, order simplex.
 
     Cumulative embedding :math:`\varphi(y) = \sum_{j < y} e_j \in \{0,1\}^{k-1}` (``y``
@@ -541,23 +549,8 @@ class OrdinalSpace(_PolytopeSpace):
     """
 
     name = "ordinal"
+    _label_word = "ordinal"
 
-    def __init__(self, k=None, *, lp_solver="HIGHS"):
-        self.k = k
-        self.lp_solver = lp_solver
-
-    def to_config(self):
-        return {"k": None if self.k is None else int(self.k), "lp_solver": self.lp_solver}
-
-    def check_Y(self, Y, name="Y"):
-        """Integer labels of shape (n,) in 0..k-1; ValueError naming ``name`` otherwise."""
-        A = _int_array(Y, name, 1, "integer ordinal labels")
-        k = self._k_known()
-        if A.min() < 0 or (k is not None and A.max() >= k):
-            rng = "0..k-1" if k is None else f"0..{k - 1}"
-            raise ValueError(f"{name} must hold ordinal labels in {rng}, got values in "
-                             f"[{A.min()}, {A.max()}]")
-        return A
 
     def _check_params(self):
         super()._check_params()
