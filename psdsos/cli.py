@@ -92,6 +92,30 @@ def _fmt(v):
     return f"{v:g}"
 
 
+def _report_cv_and_refit(res, est, X, Y, cv_name, score_name, max_iter, out):
+    """Print the CV summary (and a warning if the chosen candidate's CV fits stopped at
+    max_iter), refit on all the data; return (best params, model, refit warnings)."""
+    n_cand = len(res.cv_results_["params"])
+    note = ""
+    if res.n_not_converged:
+        note += (f"; {res.n_not_converged} fits stopped at max_iter = {max_iter} "
+                 "(warnings silenced)")
+    if res.n_failed:
+        note += f"; {res.n_failed} fits failed (scored NaN)"
+    print(f"{cv_name}: {n_cand} candidates x {res.n_splits_} folds = {res.n_fits} fits "
+          f"in {res.wall_time:.1f} s{note}", file=out)
+    best = res.best_params_
+    best_nc = int(res.cv_results_["n_not_converged"][res.best_index_])
+    if best_nc:
+        print(f"psdsos: warning: {best_nc} of the selected candidate's {res.n_splits_} CV fits "
+              f"stopped at max_iter; its {score_name} may be an artifact of early stopping",
+              file=sys.stderr)
+    with warnings.catch_warnings(record=True) as caught:  # the refit on all the data
+        warnings.simplefilter("always")
+        model = clone(est).set_params(**best).fit(X, Y)
+    return best, model, caught
+
+
 def _bures_demo(args, out):
     from psdsos import PSDRegressor
     from psdsos.datasets import bures_geodesic_endpoints, make_bures_geodesic
@@ -123,25 +147,8 @@ def _bures_demo(args, out):
         res = grid_search_cv(est, t, M, grid, cv="loo", scoring="neg_mse", n_jobs=args.n_jobs,
                              verbose=args.verbose, cv_params={"max_iter": CV_MAX_ITER},
                              refit=False)
-    n_cand = len(res.cv_results_["params"])
-    note = ""
-    if res.n_not_converged:
-        note += (f"; {res.n_not_converged} fits stopped at max_iter = {CV_MAX_ITER} "
-                 "(warnings silenced)")
-    if res.n_failed:
-        note += f"; {res.n_failed} fits failed (scored NaN)"
-    print(f"leave-one-out CV: {n_cand} candidates x {res.n_splits_} folds = {res.n_fits} fits "
-          f"in {res.wall_time:.1f} s{note}", file=out)
-
-    best = res.best_params_
-    best_nc = int(res.cv_results_["n_not_converged"][res.best_index_])
-    if best_nc:
-        print(f"psdsos: warning: {best_nc} of the selected candidate's {res.n_splits_} CV fits "
-              "stopped at max_iter; its LOO score may be an artifact of early stopping",
-              file=sys.stderr)
-    with warnings.catch_warnings(record=True) as caught:  # the refit on all the matrices
-        warnings.simplefilter("always")
-        model = clone(est).set_params(**best).fit(t, M)
+    best, model, caught = _report_cv_and_refit(res, est, t, M, "leave-one-out CV",
+                                               "LOO score", CV_MAX_ITER, out)
     for w in caught:
         print(f"psdsos: warning (refit): {w.message}", file=sys.stderr)
     print(f"selected: lam1 = {_fmt(best['lam1'])}, lam2 = {_fmt(best['lam2'])}, "
@@ -651,24 +658,9 @@ def _convex_fit(args, out):
                                 category=UserWarning)
         res = grid_search_cv(est, X, y, grid, cv=cv, scoring="neg_mse", n_jobs=args.n_jobs,
                              verbose=args.verbose, cv_params=cv_params, refit=False)
-    n_cand = len(res.cv_results_["params"])
-    note = ""
-    if res.n_not_converged:
-        note += (f"; {res.n_not_converged} fits stopped at max_iter = "
-                 f"{cv_params['max_iter']} (warnings silenced)")
-    if res.n_failed:
-        note += f"; {res.n_failed} fits failed (scored NaN)"
-    print(f"{args.cv}-fold CV (shuffled, seed {args.random_state}): {n_cand} candidates x "
-          f"{res.n_splits_} folds = {res.n_fits} fits in {res.wall_time:.1f} s{note}", file=out)
-    best = res.best_params_
-    best_nc = int(res.cv_results_["n_not_converged"][res.best_index_])
-    if best_nc:
-        print(f"psdsos: warning: {best_nc} of the selected candidate's {res.n_splits_} CV fits "
-              "stopped at max_iter; its CV error may be an artifact of early stopping",
-              file=sys.stderr)
-    with warnings.catch_warnings(record=True) as caught:  # the refit on all the rows
-        warnings.simplefilter("always")
-        model = clone(est).set_params(**best).fit(X, y)
+    best, model, caught = _report_cv_and_refit(
+        res, est, X, y, f"{args.cv}-fold CV (shuffled, seed {args.random_state})", "CV error",
+        est.max_iter if cv_params is None else cv_params["max_iter"], out)
     if any(issubclass(w.category, InaccurateSolutionWarning) for w in caught):
         # CVXPY's own "Solution may be inaccurate" says the same thing at more length
         caught = [w for w in caught if not str(w.message).startswith("Solution may be inacc")]
