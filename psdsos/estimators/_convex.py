@@ -204,7 +204,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             raise ValueError("lam2 = 0 is not supported by solver='dual'; use solver='primal'")
         if self.solver == "dual" and self.rho == 0:
             raise ValueError("rho = 0 is not supported by solver='dual'; use solver='primal'")
-        n, p = X.shape
+        n = X.shape[0]
         Z = self._constraint_points(X)
         if self.n_landmarks is None:
             features = ExactFeatures(kernel).fit(Z)
@@ -224,6 +224,18 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         E = np.hstack([np.ones((n, 1)), X]) if self.fit_intercept else None
         s = self._sign()
         problem = ConvexRegressionProblem(K, Hk, Phi, s * y, E, self.rho, self.lam1, self.lam2)
+        alpha, beta, B = self._solve(problem, Z, ("alpha", "beta"))
+        self.__dict__.pop("gamma_", None)  # no stale exact-representation coefficients
+        self._set_fitted(kernel, features, X, Z, alpha, beta, B)
+        self.objective_ = float(problem.objective(alpha, beta, B))
+        self.constraint_residual_ = float(problem.constraint_residual(alpha, B))
+        return self
+
+    def _solve(self, problem, Z, keys):
+        """Run the dual or the primal on ``problem``; return (*coefficients, B) with the
+        coefficients named by ``keys`` (as ``problem.recover`` orders them); sets
+        dual_coef_, dual_gap_ and n_iter_."""
+        p = Z.shape[1]
         if self.solver == "dual":
             init = None
             if (self.warm_start and getattr(self, "dual_coef_", None) is not None
@@ -231,35 +243,33 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
                 init = self.dual_coef_
             res = solve_dual(problem, tol=self.tol, max_iter=self.max_iter, init=init,
                              verbose=self.verbose)
-            alpha, beta = problem.recover(res.G)
+            coefs = problem.recover(res.G)
             B = res.B
             self.dual_coef_ = res.G
             self.dual_gap_ = float(res.dual_gap)
-            self.n_iter_ = int(res.n_iter)
         else:
             res = solve_primal(problem, solver=self.primal_solver.upper(), tol=self.tol,
                                max_iter=self.max_iter, verbose=bool(self.verbose))
-            alpha, beta = res.extras["alpha"], res.extras["beta"]
+            coefs = tuple(res.extras[k] for k in keys)
             B = project_psd(res.B)
             self.__dict__.pop("dual_coef_", None)  # no stale dual variable from a dual fit
             self.dual_gap_ = float("nan")
-            self.n_iter_ = int(res.n_iter)
+        self.n_iter_ = int(res.n_iter)
+        return (*coefs, B)
+
+    def _set_fitted(self, kernel, features, X, Z, alpha, beta, B):
         self.kernel_ = kernel
         self.features_ = features
         self.X_fit_ = X
         self.constraint_points_ = Z
         self.alpha_ = alpha
-        self.__dict__.pop("gamma_", None)  # no stale exact-representation coefficients
         self.B_ = B
         if self.fit_intercept:
             self.intercept_ = float(beta[0])
             self.coef_ = np.asarray(beta[1:], dtype=np.float64)
         else:
             self.intercept_ = 0.0
-            self.coef_ = np.zeros(p)
-        self.objective_ = float(problem.objective(alpha, beta, B))
-        self.constraint_residual_ = float(problem.constraint_residual(alpha, B))
-        return self
+            self.coef_ = np.zeros(X.shape[1])
 
     def _fit_exact(self, kernel, features, X, y, Z, Phi):
         """representation="exact": eq. (37) in the primal or its dual (Proposition 17)."""
@@ -269,39 +279,13 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
                 "representation='exact' needs fourth-order kernel derivatives (eq. 37): use "
                 "'gaussian' or 'matern52', or representation='approx'"
             )
-        n, p = X.shape
+        n = X.shape[0]
         E = np.hstack([np.ones((n, 1)), X]) if self.fit_intercept else None
         problem = ConvexRegressionExactProblem(kernel, X, Z, Phi, self._sign() * y, E,
                                                self.rho, self.lam1, self.lam2)
-        if self.solver == "dual":
-            init = None
-            if (self.warm_start and getattr(self, "dual_coef_", None) is not None
-                    and self.dual_coef_.shape == (Z.shape[0], p, p)):
-                init = self.dual_coef_
-            res = solve_dual(problem, tol=self.tol, max_iter=self.max_iter, init=init,
-                             verbose=self.verbose)
-            alpha, gamma, beta = problem.recover(res.G)
-            B = res.B
-            self.dual_coef_ = res.G
-            self.dual_gap_ = float(res.dual_gap)
-        else:
-            res = solve_primal(problem, solver=self.primal_solver.upper(), tol=self.tol,
-                               max_iter=self.max_iter, verbose=bool(self.verbose))
-            alpha, gamma, beta = (res.extras[k] for k in ("alpha", "gamma", "beta"))
-            B = project_psd(res.B)
-            self.__dict__.pop("dual_coef_", None)
-            self.dual_gap_ = float("nan")
-        self.n_iter_ = int(res.n_iter)
-        self.kernel_ = kernel
-        self.features_ = features
-        self.X_fit_ = X
-        self.constraint_points_ = Z
-        self.alpha_ = alpha
+        alpha, gamma, beta, B = self._solve(problem, Z, ("alpha", "gamma", "beta"))
+        self._set_fitted(kernel, features, X, Z, alpha, beta, B)
         self.gamma_ = gamma
-        self.B_ = B
-        self.intercept_ = float(beta[0]) if self.fit_intercept else 0.0
-        self.coef_ = (np.asarray(beta[1:], dtype=np.float64) if self.fit_intercept
-                      else np.zeros(p))
         self.objective_ = float(problem.objective(alpha, gamma, beta, B))
         self.constraint_residual_ = float(problem.constraint_residual(alpha, gamma, B))
         return self
