@@ -21,12 +21,11 @@ problem solved here is eq. (37) itself, not an approximation of it.
 
 from __future__ import annotations
 
-import cvxpy as cp
 import numpy as np
 import scipy.linalg as sla
 
 from psdsos.sos._maps import sos_evaluate
-from psdsos.sos._primitive import SoSBlock
+from psdsos.sos._objectives import _set_weights, convex_regression_cvxpy
 
 __all__ = [
     "ConvexRegressionExactProblem",
@@ -378,28 +377,10 @@ class ConvexRegressionExactProblem:
             (None without E).
         """
         if self._cvx is None:
-            n, m, t = self.n, self.m, self.t
-            block = SoSBlock(self.Phi, self.d)
-            theta = cp.Variable(n + m * t, name="theta")
-            rho = cp.Parameter(nonneg=True, name="rho")
-            lam1 = cp.Parameter(nonneg=True, name="lam1")
-            lam2 = cp.Parameter(nonneg=True, name="lam2")
-            fit = self.G[:n] @ theta
-            beta = None
-            if self.E is not None:
-                beta = cp.Variable(self.E.shape[1], name="beta")
-                fit = fit + self.E @ beta
-            obj = (cp.sum_squares(self.y - fit) / n + rho * cp.sum_squares(self.R @ theta)
-                   + block.regularizer(lam1, lam2))
-            cons = block.constraints_packed(cp.reshape(self.G[n:] @ theta, (m, t), order="C"))
-            prob = cp.Problem(cp.Minimize(obj), cons)
-            self._cvx = (prob, block.B, {"rho": rho, "lam1": lam1, "lam2": lam2,
-                                          "theta": theta, "beta": beta})
-        prob, B, params = self._cvx
-        params["rho"].value = self.rho
-        params["lam1"].value = self.lam1
-        params["lam2"].value = self.lam2
-        return prob, B, params
+            n = self.n
+            self._cvx = convex_regression_cvxpy(self.Phi, self.d, self.y, self.G[:n],
+                                                self.G[n:], self.E, self.R, "theta")
+        return _set_weights(self._cvx, self.rho, self.lam1, self.lam2)
 
     # ---- dual (Proposition 17) -------------------------------------------------------------
     def _prepare_dual(self):

@@ -313,25 +313,49 @@ class ConvexRegressionProblem:
         if self._cvx is None:
             n, d, m = self.n, self.d, self.m
             iu, ju = np.triu_indices(d)
-            block = SoSBlock(self.Phi, d)
-            alpha = cp.Variable(n, name="alpha")
             Hp = self.Hk[:, :, iu, ju].transpose(0, 2, 1).reshape(m * len(iu), n)
-            rho = cp.Parameter(nonneg=True, name="rho")
-            lam1 = cp.Parameter(nonneg=True, name="lam1")
-            lam2 = cp.Parameter(nonneg=True, name="lam2")
-            fit = self.K @ alpha
-            beta = None
-            if self.E is not None:
-                beta = cp.Variable(self.E.shape[1], name="beta")
-                fit = fit + self.E @ beta
-            obj = (cp.sum_squares(self.y - fit) / n + rho * cp.sum_squares(self.R @ alpha)
-                   + block.regularizer(lam1, lam2))
-            cons = block.constraints_packed(cp.reshape(Hp @ alpha, (m, len(iu)), order="C"))
-            prob = cp.Problem(cp.Minimize(obj), cons)
-            self._cvx = (prob, block.B, {"rho": rho, "lam1": lam1, "lam2": lam2,
-                                          "alpha": alpha, "beta": beta})
-        prob, B, params = self._cvx
-        params["rho"].value = self.rho
-        params["lam1"].value = self.lam1
-        params["lam2"].value = self.lam2
-        return prob, B, params
+            self._cvx = convex_regression_cvxpy(self.Phi, d, self.y, self.K, Hp, self.E,
+                                                self.R, "alpha")
+        return _set_weights(self._cvx, self.rho, self.lam1, self.lam2)
+
+
+def convex_regression_cvxpy(Phi, d, y, F, Hp, E, R, name):
+    r"""The primal QP + SDP shared by both representations of convex regression.
+
+    .. math::
+
+        \min_{c,\,\beta,\,\mathbf B\succeq 0}\ \frac1n\|y - F c - E\beta\|^2
+          + \rho\|R c\|^2 + \lambda_1\operatorname{Tr}\mathbf B
+          + \frac{\lambda_2}{2}\|\mathbf B\|_F^2
+        \quad\text{s.t.}\quad H_p c = \operatorname{vech}(\Psi_j^T\mathbf B\Psi_j)_j,
+
+    with the fit matrix F (n x k), the packed Hessian rows H_p (m t x k, t = d(d+1)/2) and the
+    factor R of the RKHS norm; built once through the SoS primitive, DPP in the Parameters
+    rho, lam1, lam2.  Returns (problem, B, params) with the coefficient variable under
+    ``name`` and ``"beta"`` (None without E).
+    """
+    n, k = F.shape
+    m, t = Phi.shape[0], d * (d + 1) // 2
+    block = SoSBlock(Phi, d)
+    c = cp.Variable(k, name=name)
+    rho = cp.Parameter(nonneg=True, name="rho")
+    lam1 = cp.Parameter(nonneg=True, name="lam1")
+    lam2 = cp.Parameter(nonneg=True, name="lam2")
+    fit = F @ c
+    beta = None
+    if E is not None:
+        beta = cp.Variable(E.shape[1], name="beta")
+        fit = fit + E @ beta
+    obj = (cp.sum_squares(y - fit) / n + rho * cp.sum_squares(R @ c)
+           + block.regularizer(lam1, lam2))
+    cons = block.constraints_packed(cp.reshape(Hp @ c, (m, t), order="C"))
+    prob = cp.Problem(cp.Minimize(obj), cons)
+    return prob, block.B, {"rho": rho, "lam1": lam1, "lam2": lam2, name: c, "beta": beta}
+
+
+def _set_weights(cvx, rho, lam1, lam2):
+    prob, B, params = cvx
+    params["rho"].value = rho
+    params["lam1"].value = lam1
+    params["lam2"].value = lam2
+    return prob, B, params
