@@ -19,12 +19,13 @@ FORMAT_VERSION = 1
 _ROUNDOFF = 1e-8
 
 
-def project_psd(B):
-    """Nearest PSD matrix in Frobenius norm (clip negative eigenvalues), symmetrized."""
-    B = 0.5 * (B + B.T)
+def project_psd(B, floor=0.0):
+    """Nearest matrix with eigenvalues >= ``floor`` (0: the PSD cone) in Frobenius norm:
+    eigenvalue clipping of the symmetric part; batched over leading axes, symmetrized."""
+    B = 0.5 * (B + np.swapaxes(B, -1, -2))
     w, U = np.linalg.eigh(B)
-    P = (U * np.maximum(w, 0.0)) @ U.T
-    return 0.5 * (P + P.T)
+    P = (U * np.maximum(w, floor)[..., None, :]) @ np.swapaxes(U, -1, -2)
+    return 0.5 * (P + np.swapaxes(P, -1, -2))
 
 
 class PSDModel:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from psdsos.sos import project_psd
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import as_finite, check_float, solve_parametric
 
@@ -124,10 +125,7 @@ def project_psd_cone(S, floor=0.0):
     S = as_finite(S, "S")
     if S.ndim < 2 or S.shape[-1] != S.shape[-2]:
         raise ValueError(f"S must have shape (..., d, d), got {S.shape}")
-    S = 0.5 * (S + np.swapaxes(S, -1, -2))
-    w, V = np.linalg.eigh(S)
-    P = (V * np.maximum(w, floor)[..., None, :]) @ np.swapaxes(V, -1, -2)
-    return 0.5 * (P + np.swapaxes(P, -1, -2))
+    return project_psd(S, floor)
 
 
 # --------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from psdsos.solvers import SolverStatusError
+from psdsos.structured._euclidean import project_simplex
 
 __all__ = [
     "Polytope",
@@ -146,12 +147,7 @@ class Simplex(Polytope):
 
     def project_euclidean(self, theta):
         t, single = _batch(theta, self.shape, "theta")
-        u = -np.sort(-t, axis=1)
-        css = np.cumsum(u, axis=1) - 1.0
-        ind = np.arange(1, self.k + 1)
-        rho = np.count_nonzero(u * ind > css, axis=1)
-        tau = css[np.arange(t.shape[0]), rho - 1] / rho
-        return _unbatch(np.maximum(t - tau[:, None], 0.0), single)
+        return _unbatch(project_simplex(t), single)
 
     def project_kl(self, theta):
         t, single = _batch(theta, self.shape, "theta")
