@@ -27,10 +27,9 @@ chosen per test point by :func:`policy_weights`:
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
+from psdsos._validation import check_scalar
 from psdsos.geometry._checks import as_float_array
 
 __all__ = ["SIGNED_L1_BOUND", "policy_weights", "as_finite", "check_float", "solve_parametric"]
@@ -45,17 +44,15 @@ def as_finite(A, name):
 
 
 def check_float(value, name, *, positive=False):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite real number, got {value!r}")
-    if positive and value <= 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")
-    return float(value)
+    """A finite real number (> 0 with ``positive``): psdsos._validation.check_scalar."""
+    if positive:
+        return check_scalar(value, name, lower=0.0, lower_inclusive=False)
+    return check_scalar(value, name)
 
 
 def check_int(value, name, lower=1):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < lower:
-        raise ValueError(f"{name} must be an integer >= {lower}, got {value!r}")
-    return int(value)
+    """An integer >= ``lower``: psdsos._validation.check_scalar."""
+    return check_scalar(value, name, lower=lower, integer=True)
 
 
 def check_policy(value):

@@ -44,6 +44,7 @@ from sklearn.exceptions import NotFittedError
 
 from psdsos._validation import check_choice, check_scalar
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
+from psdsos.structured._common import as_finite
 from psdsos.structured._polytopes import (
     LP_SOLVERS,
     Birkhoff,
@@ -95,11 +96,9 @@ def _int_array(Y, name, ndim, what):
 
 def _finite(Z, name, tail):
     """``Z`` as a finite float array of shape (n, *tail)."""
-    A = np.asarray(Z, dtype=np.float64)
+    A = as_finite(Z, name)
     if A.ndim != 1 + len(tail) or A.shape[1:] != tuple(tail):
         raise ValueError(f"{name} must have shape (n_test, *{tuple(tail)}), got {A.shape}")
-    if not np.all(np.isfinite(A)):
-        raise ValueError(f"{name} contains NaN or infinite values")
     return A
 
 
