@@ -22,7 +22,7 @@ from psdsos.estimators._base import (
     validate_params,
 )
 from psdsos.features import ExactFeatures, NystromFeatures
-from psdsos.kernels import Kernel, get_kernel
+from psdsos.kernels import get_kernel
 from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_primal
 from psdsos.sos import (
     ConvexRegressionExactProblem,
@@ -193,8 +193,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             raise ValueError(f"y must be numeric (real targets), got dtype {y_kind}")
         X, y = validate_data(self, X, y, reset=True, dtype=np.float64, ensure_min_samples=2,
                              y_numeric=True)
-        kernel = self.kernel if isinstance(self.kernel, Kernel) else get_kernel(
-            self.kernel.lower(), self.sigma)
+        kernel = get_kernel(self.kernel, self.sigma)
         if kernel.differentiability < 2:
             raise ValueError(
                 f"kernel {kernel.name!r} is not twice differentiable; convex regression needs "

@@ -116,10 +116,7 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
         validate_params(self)
         X, y = validate_data(self, X, y, reset=True, dtype=np.float64, y_numeric=True)
         n, p = X.shape
-        if isinstance(self.kernel, Kernel):
-            kernel = self.kernel
-        else:
-            kernel = get_kernel(self.kernel.lower(), self.sigma)
+        kernel = get_kernel(self.kernel, self.sigma)
         self.kernel_, self.X_fit_ = kernel, X
         if not isinstance(self.kernel, Kernel) and self.kernel.lower() == "gaussian":
             krr, Xin = KernelRidge(alpha=n * self.rho, kernel="rbf",

@@ -23,7 +23,7 @@ from psdsos.estimators._base import (
     validate_params,
 )
 from psdsos.features import ExactFeatures, NystromFeatures
-from psdsos.kernels import Kernel, get_kernel
+from psdsos.kernels import get_kernel
 from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_primal
 from psdsos.sos import PSDLeastSquares, PSDModel, project_psd
 
@@ -174,8 +174,7 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
                 "lam2 = 0 is not supported by solver='dual' (the dual of eq. 12 needs lam2 > 0); "
                 "use solver='primal', which handles lam2 = 0 with lam1 >= 0"
             )
-        kernel = self.kernel if isinstance(self.kernel, Kernel) else get_kernel(
-            self.kernel.lower(), self.sigma)
+        kernel = get_kernel(self.kernel, self.sigma)
         if self.n_landmarks is None:
             features = ExactFeatures(kernel).fit(X)
         else:

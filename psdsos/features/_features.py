@@ -11,7 +11,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from psdsos._validation import check_array_2d, check_choice, check_random_state, check_scalar
-from psdsos.kernels import Kernel, get_kernel
+from psdsos.kernels import get_kernel
 
 __all__ = ["ExactFeatures", "NystromFeatures", "cholesky_with_jitter"]
 
@@ -183,9 +183,7 @@ class ExactFeatures(_BaseFeatures):
     def fit(self, X):
         """Factor the kernel matrix of ``X``."""
         X = check_array_2d(X, "X")
-        self.kernel_ = (
-            self.kernel if isinstance(self.kernel, Kernel) else get_kernel(self.kernel, self.sigma)
-        )
+        self.kernel_ = get_kernel(self.kernel, self.sigma)
         self._factor(X.copy())
         return self
 
@@ -233,9 +231,7 @@ class NystromFeatures(_BaseFeatures):
             raise ValueError(f"n_landmarks must be <= n_samples = {n}, got {r}")
         method = check_choice(self.landmarks, "landmarks", ["uniform", "greedy"])
         rng = check_random_state(self.random_state)
-        self.kernel_ = (
-            self.kernel if isinstance(self.kernel, Kernel) else get_kernel(self.kernel, self.sigma)
-        )
+        self.kernel_ = get_kernel(self.kernel, self.sigma)
         if method == "uniform":
             idx = np.sort(rng.choice(n, size=r, replace=False))
         else:

@@ -20,7 +20,7 @@ from psdsos.estimators._base import (
     validate_params,
 )
 from psdsos.features import NystromFeatures
-from psdsos.kernels import Kernel, get_kernel
+from psdsos.kernels import get_kernel
 from psdsos.structured._base import OutputSpace, resolve_method
 from psdsos.structured._registry import get_output_space, output_spaces
 
@@ -72,8 +72,7 @@ class _KernelWeights(BaseEstimator):
         Yc = space.check_Y(Y, "Y")
         if len(Yc) != n:
             raise ValueError(f"X and Y have different numbers of samples: {n} and {len(Yc)}")
-        kernel = self.kernel if isinstance(self.kernel, Kernel) else get_kernel(
-            self.kernel.lower(), self.sigma)
+        kernel = get_kernel(self.kernel, self.sigma)
         self.kernel_ = kernel
         if self.n_landmarks is None:
             K = kernel(X, X)
