@@ -566,16 +566,11 @@ def _check_cv_size(n, k, source):
 
 
 def _save_convex_model(model, path, feature_names, target):
-    """ConvexRegressor.save, then the column names added to the file's JSON metadata."""
-    from psdsos.sos import load_npz, save_npz
-
-    model.save(path)
+    """ConvexRegressor.save with the column names in the file's JSON metadata."""
+    model.save(path, metadata={COLUMNS_KEY: {"features": list(feature_names),
+                                             "target": target}})
     path = os.fspath(path)
-    written = path if path.endswith(".npz") else path + ".npz"  # numpy's rule
-    arrays, meta = load_npz(written)
-    meta[COLUMNS_KEY] = {"features": list(feature_names), "target": target}
-    save_npz(written, arrays, meta)
-    return written
+    return path if path.endswith(".npz") else path + ".npz"  # numpy's rule
 
 
 def _convex_fit(args, out):

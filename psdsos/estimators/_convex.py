@@ -355,8 +355,12 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         return self.predict(X) + self._sign() * 0.5 * eta * np.sum(X * X, axis=1)
 
     # ---- persistence ------------------------------------------------------------------------
-    def save(self, path):
-        """Save to ``path`` (.npz + JSON metadata; never pickle)."""
+    def save(self, path, *, metadata=None):
+        """Save to ``path`` (.npz + JSON metadata; never pickle).
+
+        ``metadata``: optional JSON-able dict stored alongside (e.g. column names); its keys
+        must not be the file's own ("type", "params", "fitted", ...).
+        """
         check_is_fitted(self, "alpha_")
         arrays = {"alpha": self.alpha_, "coef": self.coef_, "X_fit": self.X_fit_,
                   "B": self.B_, "constraint_points": self.constraint_points_}
@@ -367,6 +371,12 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
                             "n_iter_": self.n_iter_, "dual_gap_": self.dual_gap_,
                             "constraint_residual_": self.constraint_residual_,
                             "kernel": self.kernel_.name, "sigma": float(self.kernel_.sigma)}}
+        if metadata:
+            reserved = {"type", "params", "fitted", "format_version", "library"}
+            clash = reserved.intersection(metadata)
+            if clash:
+                raise ValueError(f"metadata must not use the reserved keys {sorted(clash)}")
+            extra.update(metadata)
         est = self
         if cp_ is not None and not isinstance(cp_, (numbers.Integral, str)):
             est = self.__class__(**{**self.get_params(deep=False), "constraint_points": None})
