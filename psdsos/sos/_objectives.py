@@ -241,14 +241,10 @@ class ConvexRegressionProblem:
         return float(c @ self._sla.cho_solve(self.W_chol, c)) - self.yP2
 
     def smooth_lipschitz(self):
-        self._prepare_dual()
-        Lw = np.tril(self.W_chol[0])
-        Mh = self._sla.solve_triangular(Lw, self.GH, lower=True)  # W^{-1/2}-like factor
-        if Mh.shape[0] <= Mh.shape[1]:
-            lmax = float(np.linalg.eigvalsh(Mh @ Mh.T)[-1])
-        else:
-            lmax = float(np.linalg.eigvalsh(Mh.T @ Mh)[-1])
-        return 0.5 * lmax * (1 + 1e-10)
+        """lambda_max(grad^2 q) = lambda_max(U U^T), U = smooth_hessian_factor()."""
+        U = self.smooth_hessian_factor()
+        G = U.T @ U if U.shape[1] <= U.shape[0] else U @ U.T
+        return float(np.linalg.eigvalsh(G)[-1]) * (1 + 1e-10)
 
     def strong_convexity(self):
         return 0.0
