@@ -560,7 +560,7 @@ def test_too_few_landmarks_leave_only_the_affine_fit(seed):
     (measured 0.3-1.0) although both sides are ~1e-10: only the absolute violation
     means something here."""
     X, y = make_data(seed, 10, 2, True)
-    est = _primal(sigma=0.8, n_landmarks=3, random_state=seed)
+    est = _primal(sigma=0.8, n_landmarks=3, constraint_points="train", random_state=seed)
     assert not silent_fit(est, X, y)
     E = np.hstack([np.ones((10, 1)), X])
     beta = np.linalg.lstsq(E, y, rcond=None)[0]
@@ -798,3 +798,47 @@ def test_save_keeps_the_bandwidth_of_a_kernel_object(tmp_path):
     assert back.get_params()["sigma"] == 0.5
     assert back.kernel_.sigma == 0.5
     np.testing.assert_array_equal(back.predict(X), est.predict(X))
+
+
+# ---------------------------------------------------------------------------------------
+# default constraint points (constraint_points=None)
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("n", "n_landmarks", "m_expected"),
+    [(100, None, "train"), (101, None, 100), (12, 6, "train"), (13, 6, 12), (300, 25, 50)],
+)
+def test_default_constraint_points_rule(n, n_landmarks, m_expected):
+    """None: the training points up to m_auto (100 exact, 2 r Nystrom), else m_auto Sobol
+    points in the data's bounding box, reproducible from random_state."""
+    X = np.random.default_rng(n).uniform(-1.0, 2.0, size=(n, 2))
+    est = ConvexRegressor(n_landmarks=n_landmarks, random_state=3)
+    Z = est._constraint_points(X)
+    if m_expected == "train":
+        assert Z is X
+        return
+    assert Z.shape == (m_expected, 2)
+    assert np.all(Z >= X.min(axis=0)) and np.all(Z <= X.max(axis=0))
+    np.testing.assert_array_equal(Z, ConvexRegressor(n_landmarks=n_landmarks,
+                                                     random_state=3)._constraint_points(X))
+    np.testing.assert_array_equal(
+        Z, ConvexRegressor(constraint_points=m_expected, random_state=3)._constraint_points(X))
+    assert ConvexRegressor(n_landmarks=n_landmarks, constraint_points="train",
+                           random_state=3)._constraint_points(X) is X
+
+
+def test_default_constraint_points_large_n_converges():
+    """n = 400 > 100 with exact features: the default (100 Sobol points) converges to tol
+    with the constraint satisfied and PSD Hessians at the constraint points, where the
+    constraint at all 400 points needs thousands of iterations (docs, "Constraint points")."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2.0, 2.0, size=(400, 2))
+    r = np.linalg.norm(X, axis=1)
+    y = np.cos(r) - 1 + r**2 / 2 + 0.1 * rng.normal(size=400)
+    est = ConvexRegressor(sigma=1.0, rho=1e-4, lam2=1e-3, tol=1e-6, random_state=0)
+    assert not silent_fit(est, X, y)
+    assert est.constraint_points_.shape == (100, 2)
+    assert est.n_iter_ < est.max_iter
+    assert est.constraint_residual_ <= 1e-6 and abs(est.dual_gap_) <= 1e-6
+    H = est.hessian(est.constraint_points_)
+    scale = np.abs(H).max()
+    assert np.linalg.eigvalsh(H).min() >= -1e-5 * scale

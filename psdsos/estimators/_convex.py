@@ -52,6 +52,11 @@ class _ConstraintPoints:
         )
 
 
+#: Largest number of constraint points the default (``constraint_points=None``) uses with
+#: exact features; with Nystrom features of rank r it uses 2 r (see ConvexRegressor).
+AUTO_CONSTRAINT_POINTS = 100
+
+
 def sobol_points(lo, hi, n_points, random_state):
     """Scrambled Sobol points in the box [lo, hi] (seeded)."""
     rng = check_random_state(random_state)
@@ -96,10 +101,18 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         kernel ("gaussian", "matern52"), fourth-order kernel derivatives and m d (d + 1) / 2
         extra coefficients (see :class:`psdsos.sos.ConvexRegressionExactProblem`).
     constraint_points : None, "train", int or array of shape (m, n_features)
-        Where the Hessian constraint is imposed: the training points (default), that many
-        scrambled Sobol points in the data's bounding box (seeded), or given points.
+        Where the Hessian constraint is imposed: ``"train"``: the training points (eq. 19,
+        28); an int: that many scrambled Sobol points in the data's bounding box (seeded);
+        or given points.  ``None`` (default) chooses: the training points when
+        n <= m_auto, otherwise m_auto Sobol points, with m_auto = 100 for exact features
+        and 2 * n_landmarks with Nystrom features.  Beyond these sizes the constrained
+        problem is close to having no strictly feasible point (many Hessian equations,
+        nearly dependent features) and the dual converges slowly or not at all (measured:
+        docs/convex-regression.md, "Constraint points"); ``"train"`` keeps the paper's
+        choice whatever n.
     n_landmarks : int or None
-        Nystrom rank of the SoS features Psi (the paper uses 25 when n > 25).
+        Nystrom rank of the SoS features Psi (the paper uses 25 when n > 25); the
+        landmarks are drawn among the constraint points.
     fit_intercept : bool, default=True
     concave : bool, default=False
         Fit a concave function (the negation of the convex fit to -y).
@@ -168,7 +181,10 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
 
     def _constraint_points(self, X):
         cp_ = self.constraint_points
-        if cp_ is None or (isinstance(cp_, str) and cp_ == "train"):
+        if cp_ is None:
+            m_auto = AUTO_CONSTRAINT_POINTS if self.n_landmarks is None else 2 * self.n_landmarks
+            cp_ = "train" if X.shape[0] <= m_auto else m_auto
+        if isinstance(cp_, str) and cp_ == "train":
             return X
         if isinstance(cp_, numbers.Integral):
             return sobol_points(X.min(axis=0), X.max(axis=0), cp_, self.random_state)
