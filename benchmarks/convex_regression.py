@@ -79,7 +79,11 @@ def fit_budget(X, y, kw, budget):
     p = ctx.Process(target=_child, args=(child, X, y, kw))
     p.start()
     child.close()
-    out = parent.recv() if parent.poll(budget) else None
+    try:
+        out = parent.recv() if parent.poll(budget) else None
+    except EOFError:  # the child died without an answer (e.g. a solver's allocation abort)
+        p.join()
+        return {"error": f"solver process died (exit code {p.exitcode})"}
     if out is None:
         p.kill()
     p.join()
@@ -121,9 +125,13 @@ def cell(out):
     return f"{out['wall']:.2f} ({out['cpu']:.2f} cpu, tol {out['tol']:g}{it})"
 
 
-def ratio(a, b):
-    if isinstance(a, str) or isinstance(b, str):
+def ratio(a, b, budget=None):
+    """a / b in wall time; a lower bound "> x" when a ran over its budget."""
+    if isinstance(b, str):
         return "-"
+    if isinstance(a, str):
+        return (f"> {budget / b['wall']:.0f}x" if budget and a.startswith("over budget")
+                else "-")
     return f"{a['wall'] / b['wall']:.1f}x"
 
 
@@ -194,7 +202,7 @@ def main(argv=None):
                     f"{cl['wall']:.1f} s)")
             row = (f"| {n} | {feats} | {where} | {J:.8g} ({refname}; dual 1e-9: {_desc(dref)}; "
                    f"Clarabel: {_desc(cl)}) | {cell(td)} | {cell(ts)} | {cell(tc)} "
-                   f"| {ratio(ts, td)} | {ratio(tc, td)} |")
+                   f"| {ratio(ts, td, budget)} | {ratio(tc, td, budget)} |")
             lines.append(row)
             print(row, flush=True)
 
