@@ -288,9 +288,8 @@ def _add_convex_parsers(sub):
         description=(
             "Fit a smooth convex (or concave) function of the feature columns of DATA.csv "
             "to its --target column: a ConvexRegressor (Gaussian kernel by default, SoS "
-            "Hessian constraint, eq. 28 of the PSD paper, at the data points; past 2 R rows "
-            "(Nystrom rank R) or 100 rows (exact features) at that many Sobol points of "
-            "their bounding box instead) whose (rho, "
+            "Hessian constraint, eq. 28 of the PSD paper, at data points chosen by pivoted "
+            "Cholesky: at most 2 R with Nystrom rank R, 100 with exact features) whose (rho, "
             "lam2, sigma) are chosen by k-fold cross-validation (mean squared error). Prints "
             "the chosen values, the CV error and the convexity deficit; saves the model and "
             "a figure on request. sigma is in the units of the features: rescale them or "

@@ -368,7 +368,8 @@ def test_inactive_constraint_gives_kernel_ridge(seed, p, sigma):
         return float(np.mean((y - fX) ** 2)) + rho * norm2
 
     J_star = J(K @ a, float(a @ K @ a))
-    common = dict(sigma=sigma, rho=rho, lam1=0.0, lam2=lam2, fit_intercept=False)
+    common = dict(sigma=sigma, rho=rho, lam1=0.0, lam2=lam2, fit_intercept=False,
+                  constraint_points="train")  # the reference below constrains at X
     exact = quiet(exact_estimator(p, **common).fit, X, y)
     approx = quiet(exact_estimator(p, **{**common, "representation": "approx"}).fit, X, y)
     assert not hasattr(approx, "gamma_")

@@ -545,9 +545,14 @@ def test_nystrom_landmarks(seed):
     # points): never better; with all points as landmarks, the same model
     assert objs[6] >= exact.objective_ * (1 - 1e-7)
     assert objs[10] == pytest.approx(exact.objective_, rel=1e-6)
-    # more landmarks than constraint points
+    # more landmarks than constraint points: exact features on the default's points,
+    # an error when the points are given
+    more = _primal(sigma=0.8, n_landmarks=11, random_state=seed)
+    assert not silent_fit(more, X, y)
+    assert more.B_.shape == exact.B_.shape
+    assert more.objective_ == pytest.approx(exact.objective_, rel=1e-9)
     with pytest.raises(ValueError, match="n_landmarks"):
-        _primal(n_landmarks=11).fit(X, y)
+        _primal(n_landmarks=11, constraint_points="train").fit(X, y)
     with pytest.raises(ValueError, match="n_landmarks"):
         _primal(n_landmarks=5, constraint_points=4, random_state=0).fit(X, y)
 
@@ -803,32 +808,62 @@ def test_save_keeps_the_bandwidth_of_a_kernel_object(tmp_path):
 # ---------------------------------------------------------------------------------------
 # default constraint points (constraint_points=None)
 # ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    ("n", "n_landmarks", "m_expected"),
-    [(100, None, "train"), (101, None, 100), (12, 6, "train"), (13, 6, 12), (300, 25, 50)],
-)
-def test_default_constraint_points_rule(n, n_landmarks, m_expected):
-    """None: the training points up to m_auto (100 exact, 2 r Nystrom), else m_auto Sobol
-    points in the data's bounding box, reproducible from random_state."""
-    X = np.random.default_rng(n).uniform(-1.0, 2.0, size=(n, 2))
-    est = ConvexRegressor(n_landmarks=n_landmarks, random_state=3)
+def _residual_variances(kernel, X, Z):
+    """k(x, x) - k_Z(x, x) for every row of X (Z's kernel matrix solved by eigh)."""
+    w, V = np.linalg.eigh(kernel(Z, Z))
+    keep = w > 1e-12 * w[-1]
+    A = kernel(X, Z) @ V[:, keep]
+    return kernel.diag(X) - np.einsum("ij,ij->i", A / w[keep], A)
+
+
+@pytest.mark.parametrize(("n", "p", "sigma", "n_landmarks"),
+                         [(50, 1, 1.0, None), (300, 2, 1.0, None), (300, 2, 1.0, 20),
+                          (150, 3, 2.0, None)])
+def test_default_constraint_points_are_pivots(n, p, sigma, n_landmarks):
+    """None: distinct training points, at most m_auto (100 exact, 2 r Nystrom), and either
+    m_auto of them or no other training point with residual variance above 1e-6 k(x, x);
+    reproducible from random_state."""
+    X = np.random.default_rng(n + p).uniform(-2.0, 2.0, size=(n, p))
+    est = ConvexRegressor(sigma=sigma, n_landmarks=n_landmarks, random_state=3)
     Z = est._constraint_points(X)
-    if m_expected == "train":
-        assert Z is X
-        return
-    assert Z.shape == (m_expected, 2)
-    assert np.all(Z >= X.min(axis=0)) and np.all(Z <= X.max(axis=0))
-    np.testing.assert_array_equal(Z, ConvexRegressor(n_landmarks=n_landmarks,
-                                                     random_state=3)._constraint_points(X))
+    m_auto = 100 if n_landmarks is None else 2 * n_landmarks
+    rows = [np.flatnonzero((X == z).all(axis=1)) for z in Z]
+    assert all(len(r) == 1 for r in rows) and len({int(r[0]) for r in rows}) == len(Z)
+    assert 1 <= len(Z) <= m_auto
+    if len(Z) < m_auto:
+        kernel = GaussianKernel(sigma)
+        assert _residual_variances(kernel, X, Z).max() <= 1e-6 * (1 + 1e-6)
     np.testing.assert_array_equal(
-        Z, ConvexRegressor(constraint_points=m_expected, random_state=3)._constraint_points(X))
-    assert ConvexRegressor(n_landmarks=n_landmarks, constraint_points="train",
-                           random_state=3)._constraint_points(X) is X
+        Z, ConvexRegressor(sigma=sigma, n_landmarks=n_landmarks,
+                           random_state=3)._constraint_points(X))
+    assert ConvexRegressor(constraint_points="train")._constraint_points(X) is X
+
+
+def test_default_constraint_points_all_when_well_separated():
+    """Few points, far apart for the bandwidth: the default keeps every training point."""
+    X = np.random.default_rng(0).uniform(-5.0, 5.0, size=(12, 2))
+    assert ConvexRegressor(sigma=0.3, random_state=0)._constraint_points(X) is X
+
+
+def test_default_constraint_points_one_dimension_converges():
+    """50 points on [-2, 2] with sigma = 1: all the training points (nearly dependent
+    features) stop the dual at max_iter; the default's pivots converge (docs table)."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2.0, 2.0, size=(50, 1))
+    y = X[:, 0] ** 2 + 0.1 * rng.normal(size=50)
+    kw = dict(sigma=1.0, rho=1e-4, lam2=1e-3, tol=1e-6, max_iter=500, random_state=0)
+    est = ConvexRegressor(n_landmarks=25, **kw)
+    assert not silent_fit(est, X, y)
+    assert len(est.constraint_points_) < 25  # rank >= m: exact features on the pivots
+    assert est.B_.shape == (len(est.constraint_points_),) * 2
+    assert est.constraint_residual_ <= 1e-6 and abs(est.dual_gap_) <= 1e-6
+    w = silent_fit(ConvexRegressor(constraint_points="train", **kw), X, y)
+    assert any(issubclass(x.category, ConvergenceWarning) for x in w)
 
 
 def test_default_constraint_points_large_n_converges():
-    """n = 400 > 100 with exact features: the default (100 Sobol points) converges to tol
-    with the constraint satisfied and PSD Hessians at the constraint points, where the
+    """n = 400 > 100 with exact features: the default (at most 100 pivots) converges to
+    tol with the constraint satisfied and PSD Hessians at the constraint points, where the
     constraint at all 400 points needs thousands of iterations (docs, "Constraint points")."""
     rng = np.random.default_rng(0)
     X = rng.uniform(-2.0, 2.0, size=(400, 2))
@@ -836,7 +871,7 @@ def test_default_constraint_points_large_n_converges():
     y = np.cos(r) - 1 + r**2 / 2 + 0.1 * rng.normal(size=400)
     est = ConvexRegressor(sigma=1.0, rho=1e-4, lam2=1e-3, tol=1e-6, random_state=0)
     assert not silent_fit(est, X, y)
-    assert est.constraint_points_.shape == (100, 2)
+    assert 10 <= len(est.constraint_points_) <= 100
     assert est.n_iter_ < est.max_iter
     assert est.constraint_residual_ <= 1e-6 and abs(est.dual_gap_) <= 1e-6
     H = est.hessian(est.constraint_points_)

@@ -22,6 +22,7 @@ from psdsos.estimators._base import (
     validate_params,
 )
 from psdsos.features import ExactFeatures, NystromFeatures
+from psdsos.features._features import _greedy_pivots
 from psdsos.kernels import get_kernel
 from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_primal
 from psdsos.sos import (
@@ -55,6 +56,9 @@ class _ConstraintPoints:
 #: Largest number of constraint points the default (``constraint_points=None``) uses with
 #: exact features; with Nystrom features of rank r it uses 2 r (see ConvexRegressor).
 AUTO_CONSTRAINT_POINTS = 100
+#: The default stops choosing constraint points once every other training point's residual
+#: kernel variance is below this fraction of k(x, x) (greedy pivoted Cholesky).
+AUTO_PIVOT_RTOL = 1e-6
 
 
 def sobol_points(lo, hi, n_points, random_state):
@@ -103,16 +107,19 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     constraint_points : None, "train", int or array of shape (m, n_features)
         Where the Hessian constraint is imposed: ``"train"``: the training points (eq. 19,
         28); an int: that many scrambled Sobol points in the data's bounding box (seeded);
-        or given points.  ``None`` (default) chooses: the training points when
-        n <= m_auto, otherwise m_auto Sobol points, with m_auto = 100 for exact features
-        and 2 * n_landmarks with Nystrom features.  Beyond these sizes the constrained
-        problem is close to having no strictly feasible point (many Hessian equations,
-        nearly dependent features) and the dual converges slowly or not at all (measured:
+        or given points.  ``None`` (default): training points chosen by greedy pivoted
+        Cholesky of the kernel (spread out, kernel matrix well conditioned), at most
+        m_auto of them (100 with exact features, 2 * n_landmarks with Nystrom features),
+        stopping once every other training point's residual kernel variance is below
+        1e-6 k(x, x); all the training points when none is that redundant.  With more,
+        or nearly dependent, points the constrained problem is close to having no
+        strictly feasible point and the dual crawls or diverges (measured:
         docs/convex-regression.md, "Constraint points"); ``"train"`` keeps the paper's
         choice whatever n.
     n_landmarks : int or None
         Nystrom rank of the SoS features Psi (the paper uses 25 when n > 25); the
-        landmarks are drawn among the constraint points.
+        landmarks are drawn among the constraint points.  With the default constraint
+        points, a rank >= their number means exact features on them.
     fit_intercept : bool, default=True
     concave : bool, default=False
         Fit a concave function (the negation of the convex fit to -y).
@@ -179,11 +186,15 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     def _sign(self):
         return -1.0 if self.concave else 1.0
 
-    def _constraint_points(self, X):
+    def _constraint_points(self, X, kernel=None):
         cp_ = self.constraint_points
         if cp_ is None:
             m_auto = AUTO_CONSTRAINT_POINTS if self.n_landmarks is None else 2 * self.n_landmarks
-            cp_ = "train" if X.shape[0] <= m_auto else m_auto
+            if kernel is None:
+                kernel = get_kernel(self.kernel, self.sigma)
+            idx = _greedy_pivots(kernel, X, min(X.shape[0], m_auto),
+                                 check_random_state(self.random_state), rtol=AUTO_PIVOT_RTOL)
+            return X if len(idx) == X.shape[0] else X[idx]
         if isinstance(cp_, str) and cp_ == "train":
             return X
         if isinstance(cp_, numbers.Integral):
@@ -220,8 +231,11 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         if self.solver == "dual" and self.rho == 0:
             raise ValueError("rho = 0 is not supported by solver='dual'; use solver='primal'")
         n = X.shape[0]
-        Z = self._constraint_points(X)
-        if self.n_landmarks is None:
+        Z = self._constraint_points(X, kernel)
+        rank = self.n_landmarks
+        if self.constraint_points is None and rank is not None and rank >= Z.shape[0]:
+            rank = None  # the default chose fewer points than the rank: exact on them
+        if rank is None:
             features = ExactFeatures(kernel).fit(Z)
         else:
             if self.n_landmarks > Z.shape[0]:

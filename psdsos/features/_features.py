@@ -241,14 +241,21 @@ class NystromFeatures(_BaseFeatures):
         return self
 
 
-def _greedy_pivots(kernel, X, r, rng):
-    """Greedy pivoted Cholesky: O(n r) kernel evaluations, O(n r^2) flops."""
+def _greedy_pivots(kernel, X, r, rng, rtol=0.0):
+    """Greedy pivoted Cholesky: O(n r) kernel evaluations, O(n r^2) flops.
+
+    At most r pivots; stops earlier once every remaining residual variance is
+    <= rtol * max_x k(x, x) (then the pivots' kernel matrix has no pivot below that level).
+    """
     n = X.shape[0]
     resid = np.asarray(kernel.diag(X), dtype=np.float64).copy()
+    floor = rtol * float(resid.max())
     L = np.zeros((n, r))
     idx = []
     piv = int(rng.integers(n))
     for j in range(r):
+        if j > 0 and resid[piv] <= floor:
+            break
         idx.append(piv)
         col = kernel(X, X[piv : piv + 1])[:, 0] - L[:, :j] @ L[piv, :j]
         denom = np.sqrt(max(resid[piv], 1e-300))
