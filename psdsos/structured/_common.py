@@ -94,7 +94,11 @@ def policy_weights(alpha, policy="signed"):
 
 
 def solve_parametric(problem, solver, tol):
-    """Re-solve a DPP problem with a named solver; strict status checking (psdsos.solvers)."""
-    from psdsos.solvers import solve_cvxpy
+    """Re-solve a DPP problem with a named solver; strict status checking (psdsos.solvers).
 
-    return solve_cvxpy(problem, solver=solver.upper(), tol=tol)
+    Clarabel re-solves skip CVXPY's per-solve overhead (psdsos.structured._parametric);
+    other solvers, and problems that path does not support, use ``problem.solve``.
+    """
+    from psdsos.structured._parametric import solve_parametric as _solve
+
+    return _solve(problem, solver, tol)
