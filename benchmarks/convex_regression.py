@@ -3,8 +3,8 @@
 Measures in one run, with one BLAS thread everywhere (threadpoolctl), on the data of eq. (30)
 (d = 2, X ~ U[-2, 2]^2, y = f_1(||x||) + 0.1 N(0, 1), seed 0), Gaussian kernel sigma = 1,
 rho = 1e-4, lam1 = 0, lam2 = 1e-4, affine part fitted, the estimator's default constraint
-points (``constraint_points=None``: the training points for n <= 100 with exact features,
-otherwise 100 scrambled Sobol points, 2 r with Nystrom rank r) unless a row says "train":
+points (``constraint_points=None``: training points chosen by greedy pivoted Cholesky, at
+most 100 with exact features, 2 r with Nystrom rank r) unless a row says "all":
 
 1. time to reach the reference objective J* to 1e-5 relative, for the dual solver and the
    primal through CVXPY with SCS and with Clarabel, n in {50, 200, 1000}: exact features
@@ -170,7 +170,8 @@ def main(argv=None):
             kw = {"n_landmarks": r, "constraint_points": cp_}
             cps = ConvexRegressor(n_landmarks=r, constraint_points=cp_,
                                   random_state=0)._constraint_points(X)
-            where = ("all training points" if cps is X else f"{len(cps)} Sobol points")
+            where = ("all training points" if cps is X
+                     else f"{len(cps)} training points (pivots)")
             # candidates for J*: the dual at tol 1e-9 and Clarabel at tol 1e-8 (each under
             # the budget); J* = the lower objective among those whose relative Hessian
             # residual is <= 1e-6 (a point far from feasible does not certify anything).
