@@ -324,9 +324,322 @@ def test_spd_loss_check_Y_and_warning(rng):
         with pytest.raises(ValueError, match=match):
             sp.check_Y(bad)
     with pytest.warns(ConvergenceWarning, match="max_iter"):
-        SPDSpace(max_iter=1, tol=1e-14).fit(Y).decode(rng.uniform(0, 1, (2, 4)))
+        # ill-conditioned 4 x 4 data: one Newton step from the (BCH-corrected) start cannot
+        # reach 1e-14 (on 4 well-conditioned 2 x 2 matrices it does)
+        SPDSpace(max_iter=1, tol=1e-14).fit(rand_spd(rng, 8, 4, cond=1e3)).decode(
+            rng.uniform(0, 1, (2, 8)))
     with pytest.raises(ValueError, match="weights"):
         SPDSpace(weights="all").fit(Y)
+
+
+def exact_grad_norm(Y, P, w):
+    """||grad F(P)||_P = 2 ||sum_i w_i log(P^-1/2 Y_i P^-1/2)||_F, from eigh only."""
+    Pih = fun(P, lambda v: 1 / np.sqrt(v))
+    G = sum(wi * fun(Pih @ Yi @ Pih, np.log) for wi, Yi in zip(w, Y, strict=True))
+    return 2 * np.linalg.norm(G)
+
+
+def spd_solver(Y):
+    from psdsos.structured._manifolds import _SPDNewton
+
+    return _SPDNewton(Y, np.array([fun(y, np.log) for y in Y]))
+
+
+def tracked_eval(sv, S, V, slot=0):
+    """An evaluation of the solver (one test point) on given congruences S with given
+    eigenvector guesses."""
+    from psdsos.structured._manifolds import _SPDEval
+
+    B, lam, r = sv._pass(S, V)
+    ev = _SPDEval(S, V.copy(), B, lam, r, slot, 1)
+    ev.od = sv.orth_defect(V) + sv.od_round
+    return ev
+
+
+def rotations(rng, m, d, scale):
+    """Orthogonal matrices near I: Cayley transforms (I - K)^-1 (I + K), K skew of size
+    ~scale."""
+    K = rng.normal(size=(m, d, d)) * scale
+    K = K - np.swapaxes(K, 1, 2)
+    eye = np.eye(d)
+    return np.linalg.solve(eye - K, eye + K)
+
+
+def test_spd_bch_start_exact_for_commuting_and_better_than_log_euclidean(rng):
+    # commuting: the BCH corrections vanish, the start is the solution, no Newton step
+    Q, _ = np.linalg.qr(rng.normal(size=(4, 4)))
+    ev = rng.uniform(0.1, 10, size=(7, 4))
+    Y = (Q * ev[:, None, :]) @ Q.T
+    w = rng.uniform(0.1, 1, size=(3, 7))
+    wn = w / w.sum(axis=1, keepdims=True)
+    sv = spd_solver(Y)
+    ref = (Q * (wn @ np.log(ev))[:, None, :]) @ Q.T
+    np.testing.assert_allclose(sv.start(np.arange(7), wn), ref, atol=1e-12)
+    sp = SPDSpace(tol=1e-10).fit(Y)
+    sp.decode(w)
+    assert np.all(sp.n_iter_ == 0) and sp.n_eigh_ == 3 * 7  # one LAPACK pass per point
+    # non-commuting: a much smaller gradient than at the log-Euclidean mean
+    Y = rand_spd(rng, 40, 4, cond=20)
+    sv = spd_solver(Y)
+    W = rng.uniform(0, 1, size=(3, 40)) ** 2
+    W /= W.sum(axis=1, keepdims=True)
+    for wi, L in zip(W, sv.start(np.arange(40), W), strict=True):
+        g_le = exact_grad_norm(Y, fun(np.einsum("n,nij->ij", wi, sv.logs), np.exp), wi)
+        assert exact_grad_norm(Y, fun(L, np.exp), wi) < 0.3 * g_le
+
+
+def test_spd_bch_start_falls_back_when_not_contracting():
+    """Far-apart, strongly non-commuting matrices: the cubic BCH correction is larger than
+    the spread, so start() keeps the log-Euclidean mean; the Newton iteration (with its line
+    search) still converges to a stationary point."""
+    u = np.ones(3) / np.sqrt(3)
+    K = np.array([[0, -u[2], u[1]], [u[2], 0, -u[0]], [-u[1], u[0], 0]])
+    Q = np.eye(3) + np.sin(1.0) * K + (1 - np.cos(1.0)) * K @ K  # rotation by 1 rad
+    L0 = np.diag([5.0, -5.0, 0.0])
+    Y = np.stack([fun(L, np.exp) for L in (L0, Q @ L0 @ Q.T, Q.T @ L0 @ Q)])
+    w = np.array([0.5, 0.3, 0.2])
+    sv = spd_solver(Y)
+    np.testing.assert_allclose(sv.start(np.arange(3), w[None])[0],
+                               np.einsum("n,nij->ij", w, sv.logs), rtol=0, atol=1e-13)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # converges, no ConvergenceWarning
+        P = SPDSpace(tol=1e-8).fit(Y).decode(w)
+    assert exact_grad_norm(Y, P[0], w) <= 1e-8
+
+
+@pytest.mark.parametrize("r_target", [1e-4, 1e-2, 0.3, 0.7])
+def test_spd_first_order_log_error_bound(rng, r_target):
+    """The tracked logarithm V (Phi o B) V^T of B = diag(l) + E is within rho(r) of log B,
+    including exact and near ties of the eigenvalues."""
+    m, d = 30, 5
+    lam = np.exp(rng.uniform(-2, 2, size=(m, d)))
+    lam[:10, 1] = lam[:10, 0]  # exact ties
+    lam[10:20, 1] = lam[10:20, 0] * (1 + 1e-9)  # near ties
+    E = rng.normal(size=(m, d, d))
+    E = E + np.swapaxes(E, 1, 2)
+    E[:, np.arange(d), np.arange(d)] = 0.0
+    E *= (r_target * lam.min(axis=1) / np.linalg.norm(E, axis=(1, 2)))[:, None, None]
+    B = E + lam[:, :, None] * np.eye(d)
+    sv = spd_solver(rand_spd(rng, m, d))
+    one = np.ones((1, 1))
+    for i in range(m):
+        ev = sv.assemble(tracked_eval(sv, B[i : i + 1], np.eye(d)[None]), one, one)
+        exact = fun(B[i], np.log)
+        assert np.linalg.norm(ev.G[0] - exact) <= ev.err[0] * (1 + 1e-6) + 1e-13
+        assert abs(ev.F[0] - np.sum(exact**2)) <= ev.errF[0] * (1 + 1e-6) + 1e-12
+        assert ev.err[0] <= r_target**2 / (2 * (1 - r_target) ** 2) * (1 + 1e-6)
+
+
+def test_spd_budgeted_row_selection(rng):
+    """_to_refine, per test point (row of the weights): nothing when the bound holds, else
+    the rows of largest contribution such that the rest sums to at most half the budget
+    (brute-force check)."""
+    sv = spd_solver(rand_spd(rng, 3, 2))
+    r = np.concatenate([rng.uniform(0, 0.2, (3, 50)), np.full((3, 2), [np.inf, 2.0])], axis=1)
+    aw = rng.uniform(0, 1, (3, 52))
+    c = sv.rho(r) * aw
+    assert sv._to_refine(r[:, :50].ravel(), aw[:, :50], np.full(3, 1e300)).size == 0
+    np.testing.assert_array_equal(sv._to_refine(r.ravel(), aw, np.full(3, 1e300)),
+                                  [50, 51, 102, 103, 154, 155])  # r >= 1: always
+    budgets = np.array([1e-6, 1e-3, 1e-2])
+    sel = sv._to_refine(r.ravel(), aw, budgets)
+    for t, budget in enumerate(budgets):
+        st = sel[(sel >= 52 * t) & (sel < 52 * (t + 1))] - 52 * t
+        rest = np.setdiff1d(np.arange(52), st)
+        assert c[t, rest].sum() <= 0.5 * budget and {50, 51} <= set(st)
+        if rest.size:  # the smallest possible selection: the largest ones
+            assert c[t, rest].max() <= c[t, st].min()
+            assert c[t, rest].sum() + c[t, st].min() > 0.5 * budget
+    # a test point whose bound holds gets nothing
+    sel = sv._to_refine(r[:, :50].ravel(), aw[:, :50], np.array([1e-9, 1e300, 1e-9]))
+    assert sel.size and not np.any((sel >= 50) & (sel < 100))
+
+
+def test_spd_refine_jacobi_without_lapack(rng):
+    """Eigenvectors off by small rotations are refined by Jacobi steps alone (no LAPACK);
+    the refined logarithms match eigh's within the budget and the tracked orthogonality
+    bound dominates the actual defect."""
+    m, d = 40, 5
+    Y = rand_spd(rng, m, d, cond=50)
+    sv = spd_solver(Y)
+    R = fun(rand_spd(rng, 1, d)[0], lambda v: v**-0.5)
+    S = R @ Y @ R.T
+    _, V0 = np.linalg.eigh(S)
+    w = rng.uniform(0.1, 1, (1, m))
+    w /= w.sum()
+    ev = tracked_eval(sv, S, V0 @ rotations(rng, m, d, 1e-3))
+    assert ev.r.max() > 1e-3  # genuinely off
+    budget = 1e-12
+    sv.refine(ev, w, np.array([budget]))
+    assert sv.n_eigh == 0
+    sv.assemble(ev, w, w)
+    exact = sum(wi * fun(s, np.log) for wi, s in zip(w[0], S, strict=True))
+    assert ev.err[0] <= budget
+    assert np.linalg.norm(ev.G[0] - exact) <= budget + 1e-13
+    defect = np.linalg.norm(np.swapaxes(ev.V, 1, 2) @ ev.V - np.eye(d), ord=2, axis=(1, 2))
+    assert np.all(defect <= ev.od) and ev.od.max() < 1e-10  # a valid, tight-enough bound
+
+
+@pytest.mark.parametrize("rounds", [0, 8])
+def test_spd_refine_lapack_fallback_on_bad_warm_start(rng, rounds):
+    """A forced bad warm start (random orthogonal 'eigenvectors'): the rows whose Jacobi
+    step is large, or not refined within ``rounds``, go to LAPACK; the result is right."""
+    m, d = 25, 4
+    Y = rand_spd(rng, m, d, cond=30)
+    sv = spd_solver(Y)
+    R = fun(rand_spd(rng, 1, d)[0], lambda v: v**-0.5)
+    S = R @ Y @ R.T
+    Vbad, _ = np.linalg.qr(rng.normal(size=(m, d, d)))
+    w = rng.uniform(0.1, 1, (1, m))
+    w /= w.sum()
+    ev = tracked_eval(sv, S, Vbad)
+    sv.refine(ev, w, np.array([1e-12]), rounds=rounds)
+    assert sv.n_eigh > 0 and (rounds > 0 or sv.n_eigh == m)
+    sv.assemble(ev, w, w)
+    exact = sum(wi * fun(s, np.log) for wi, s in zip(w[0], S, strict=True))
+    assert ev.err[0] <= 1e-12
+    np.testing.assert_allclose(ev.G[0], exact, atol=1e-11)
+    np.testing.assert_allclose(np.swapaxes(ev.V, 1, 2) @ S @ ev.V, ev.B,
+                               atol=1e-12 * np.abs(S).max())  # the tracked data agree
+
+
+def test_spd_hvp_is_derivative_of_frame_gradient(rng):
+    """hvp(P) = -d/dt G(exp(-tP/2) R) at t = 0 (central differences of eigh logarithms)."""
+    m, d = 20, 4
+    Y = rand_spd(rng, m, d, cond=20)
+    sv = spd_solver(Y)
+    w = rng.uniform(0.1, 1, m)
+    w /= w.sum()
+    R = fun(rand_spd(rng, 1, d)[0], lambda v: v**-0.5)
+    ev = sv.assemble(sv.evaluate(Y, R[None], None, 0), w[None], w[None])
+    P = rng.normal(size=(d, d))
+    P = P + P.T
+
+    def G(t):
+        Rt = fun(P, lambda v: np.exp(-t * v / 2)) @ R
+        return sum(wi * fun(Rt @ y @ Rt.T, np.log) for wi, y in zip(w, Y, strict=True))
+
+    h = 1e-5
+    fd = -(G(h) - G(-h)) / (2 * h)
+    np.testing.assert_allclose(sv.hvp(ev, w[None], P[None])[0], fd,
+                               atol=1e-8 * np.abs(fd).max())
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_spd_zero_weights_dropped_exactly(rng, signed):
+    """Training points of zero weight are left out: same answer as fitting without them,
+    certified on ALL points, and no eigendecomposition of the dropped matrices."""
+    n, d = 30, 4
+    Y = rand_spd(rng, n, d, cond=20)
+    a = rng.uniform(0.1, 1, size=(3, n))
+    a[:, ::2] = 0.0
+    if signed:
+        a[:, 1::6] = -0.05
+    pol = "signed" if signed else "positive"
+    sp = SPDSpace(weights=pol, tol=1e-10).fit(Y)
+    P = sp.decode(a)
+    nz = np.flatnonzero(a[0])
+    Pr = SPDSpace(weights=pol, tol=1e-10).fit(Y[nz]).decode(a[:, nz])
+    np.testing.assert_allclose(P, Pr, rtol=1e-9, atol=1e-9)
+    w, _ = policy_weights(a, pol)
+    for p, wi in zip(P, w, strict=True):
+        assert exact_grad_norm(Y, p, wi) <= 1e-10
+    assert sp.n_eigh_ <= len(nz) * (3 + sp.n_iter_.sum())  # only the non-zero rows
+
+
+@pytest.mark.parametrize("tol", [1e-5, 1e-8, 1e-11])
+def test_spd_certified_gradient_norm(rng, tol, monkeypatch):
+    """Whatever path certified a point (the tracked logarithms as they are, or refined),
+    the exact gradient norm (eigh) is <= tol.  With tol = 1e-5 on well-conditioned data the
+    point after the Newton step is certified from the unrefined tracked eigenvectors."""
+    from psdsos.structured._manifolds import _SPDNewton
+
+    calls = {"refine": 0}
+    orig = _SPDNewton.refine
+
+    def counting(self, *args, **kw):
+        calls["refine"] += 1
+        return orig(self, *args, **kw)
+
+    monkeypatch.setattr(_SPDNewton, "refine", counting)
+    Y = rand_spd(rng, 50, 4, cond=3 if tol == 1e-5 else 30)
+    a = rng.uniform(0, 1, size=(6, 50)) ** 3
+    sp = SPDSpace(weights="positive", tol=tol).fit(Y)
+    P = sp.decode(a)
+    w, _ = policy_weights(a, "positive")
+    for p, wi, g in zip(P, w, sp.grad_norm_, strict=True):
+        assert exact_grad_norm(Y, p, wi) <= tol and g <= tol
+    if tol == 1e-5:  # no refinement at all
+        assert calls["refine"] == 0 and sp.n_iter_.sum() > 0
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_spd_batched_and_single_point_solves_agree(rng, signed, monkeypatch):
+    """Test points solved together (common training rows, zero weights of some points kept)
+    or one at a time (each with its own non-zero rows): same certified answers."""
+    import psdsos.structured._manifolds as manifolds
+
+    Y = rand_spd(rng, 40, 4, cond=30)
+    a = rng.uniform(0, 1, size=(7, 40)) ** 2
+    a[1, :20] = 0.0  # different supports
+    a[3, ::3] = 0.0
+    if signed:
+        a[:, 5] = -0.02
+    pol = "signed" if signed else "positive"
+    out = {}
+    for batch in (1, 2**30):  # one test point per solve / all of them together
+        monkeypatch.setattr(manifolds, "_SPD_BATCH", batch)
+        sp = SPDSpace(weights=pol, tol=1e-10).fit(Y)
+        out[batch] = sp.decode(a)
+        w, _ = policy_weights(a, pol)
+        for p, wi in zip(out[batch], w, strict=True):
+            assert exact_grad_norm(Y, p, wi) <= 1e-10
+    np.testing.assert_allclose(out[1], out[2**30], rtol=1e-8, atol=1e-8)
+
+
+def test_spd_batch_merges_when_only_some_steps_are_accepted(rng, monkeypatch):
+    """A rejected step for one test point of a batch (forced: its F is reported as
+    increased once) keeps that point's evaluation while the others move on; all end
+    certified."""
+    import psdsos.structured._manifolds as manifolds
+
+    orig = manifolds._SPDNewton.assemble
+    state = {"evals": [], "merged": 0}
+
+    def assemble(self, ev, W, AW):
+        ev = orig(self, ev, W, AW)
+        if not any(e is ev for e in state["evals"]):
+            state["evals"].append(ev)
+        if ev is state["evals"][1] if len(state["evals"]) > 1 else False:
+            ev.F[1] += 1.0  # the first evaluation after a Newton step: F "increased"
+            ev.gn[1] = np.inf  # nor is the gradient norm halved
+        return ev
+
+    orig_merge = manifolds._SPDNewton._merge
+
+    def merge(self, *args):
+        state["merged"] += 1
+        return orig_merge(self, *args)
+
+    monkeypatch.setattr(manifolds._SPDNewton, "assemble", assemble)
+    monkeypatch.setattr(manifolds._SPDNewton, "_merge", merge)
+    Y = rand_spd(rng, 30, 3, cond=20)
+    a = rng.uniform(0, 1, size=(4, 30))
+    sp = SPDSpace(weights="positive", tol=1e-10).fit(Y)
+    P = sp.decode(a)
+    assert state["merged"] >= 1 and sp.n_iter_[1] > sp.n_iter_[0]
+    w, _ = policy_weights(a, "positive")
+    for p, wi in zip(P, w, strict=True):
+        assert exact_grad_norm(Y, p, wi) <= 1e-10
+
+
+def test_spd_one_by_one_matrices(rng):
+    """d = 1: the weighted geometric mean of positive numbers."""
+    y = rng.uniform(0.1, 10, size=8)
+    a = rng.uniform(0, 1, size=(3, 8))
+    P = SPDSpace(tol=1e-12).fit(y[:, None, None]).decode(a)
+    ref = np.exp((a / a.sum(axis=1, keepdims=True)) @ np.log(y))
+    np.testing.assert_allclose(P[:, 0, 0], ref, rtol=1e-12)
 
 
 def test_log_euclidean_closed_form(rng):
