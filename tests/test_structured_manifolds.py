@@ -919,3 +919,36 @@ def test_registry_unknown_and_discrete(monkeypatch):
 
 def test_cvxpy_available_solvers():
     assert "CLARABEL" in cp.installed_solvers()
+
+
+def test_spd_error_bound_ignores_zero_weight_rows():
+    """A row of zero weight whose bound is infinite (r >= 1) contributes 0, not NaN."""
+    from psdsos.structured._manifolds import _SPDNewton
+
+    r = np.array([0.1, 1.5, 0.2, 2.0])
+    AW = np.array([[0.5, 0.0], [0.25, 0.0]])
+    rho = _SPDNewton.rho(r)
+    assert np.isinf(rho[1]) and np.isinf(rho[3])
+    with np.errstate(all="raise"):
+        err, _ = _SPDNewton.err_bounds(_SPDNewton.__new__(_SPDNewton), r, AW)
+    np.testing.assert_allclose(err, [0.5 * rho[0], 0.25 * rho[2]])
+    assert np.all(np.isfinite(err))
+
+
+@pytest.mark.parametrize("seed", [17, 140, 445, 486])
+def test_spd_decoding_extreme_eigenvalue_ratios_no_float_warnings(seed):
+    """Ill-conditioned data and signed weights with zeros (found by fuzzing): frames with
+    eigenvalue ratios beyond the float range are handled without overflow/NaN warnings,
+    and the decoder still certifies tol (no ConvergenceWarning)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 60))
+    d = int(rng.integers(1, 7))
+    A = rng.normal(size=(n, d, d)) * rng.uniform(0.2, 2.0)
+    Y = np.array([a @ a.T + 1e-2 * np.eye(d) for a in A])
+    W = rng.normal(size=(int(rng.integers(1, 6)), n))
+    W[rng.uniform(size=W.shape) < 0.4] = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        P = SPDSpace().fit(Y).decode(W)
+    assert np.all(np.isfinite(P))
+    assert np.all(np.linalg.eigvalsh(P)[:, 0] > 0)

@@ -297,12 +297,18 @@ class _SPDNewton:
         rho[ok] = 0.5 * (r[ok] / (1.0 - r[ok])) ** 2
         return rho
 
+    def _weighted_rho(self, r, AW):
+        """rho(r) reshaped as AW (c, m), 0 where the weight is 0 (never inf * 0)."""
+        rho = self.rho(r).reshape(AW.shape)
+        rho[AW == 0] = 0.0
+        return rho
+
     def _to_refine(self, r, AW, budget):
         """Rows (flat) to refine so that, for each test point t (row of AW, shape (c, m)),
         sum_i |w_ti| rho(r_ti) <= budget_t: none where it holds, else the rows of largest
         contribution until the others sum to <= budget_t / 2."""
         c, m = AW.shape
-        contrib = self.rho(r).reshape(c, m) * AW
+        contrib = self._weighted_rho(r, AW) * AW
         order = np.argsort(contrib, axis=1)
         csum = np.cumsum(np.take_along_axis(contrib, order, axis=1), axis=1)
         over = (csum > 0.5 * budget[:, None]) & ~(csum[:, -1:] <= budget[:, None])
@@ -399,13 +405,11 @@ class _SPDNewton:
         """Per test point sum_i |w_ti| rho(r_ti) (and, with f = ||log S||^2, the bound on
         the error of F)."""
         c, m = AW.shape
-        rho = self.rho(r).reshape(c, m)
-        with np.errstate(invalid="ignore"):
-            err = np.einsum("ti,ti->t", AW, rho)
-            if f is None:
-                return err, None
-            return err, np.einsum("ti,ti->t", AW, 2.0 * np.sqrt(f.reshape(c, m)) * rho
-                                  + rho * rho)
+        rho = self._weighted_rho(r, AW)
+        err = np.einsum("ti,ti->t", AW, rho)
+        if f is None:
+            return err, None
+        return err, np.einsum("ti,ti->t", AW, 2.0 * np.sqrt(f.reshape(c, m)) * rho + rho * rho)
 
     def _phi(self, ev):
         r"""Phi_jk = (log l_j - log l_k) / (l_j - l_k), flat (M, d * d), and l_j + l_k, in
@@ -423,12 +427,18 @@ class _SPDNewton:
         lr[:] = lam[:, :, None]
         lc = self._work("T1", M)
         lc[:] = lam[:, None, :]
-        u = np.divide(lr, lc, out=self._work("T3", M))
-        u -= 1.0
-        u += 1e-300
-        Phi = np.log1p(u, out=self._work(f"D{ev.slot}", M))
-        Phi /= u
-        Phi /= lc
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            u = np.divide(lr, lc, out=self._work("T3", M))
+            u -= 1.0
+            u += 1e-300
+            Phi = np.log1p(u, out=self._work(f"D{ev.slot}", M))
+            Phi /= u
+            Phi /= lc
+        bad = ~np.isfinite(Phi)
+        if bad.any():  # eigenvalue ratios beyond the float range: the direct quotient
+            # (no cancellation there: the eigenvalues are far apart)
+            lj, lk = lr[bad], lc[bad]
+            Phi[bad] = (np.log(lj) - np.log(lk)) / (lj - lk)
         lr += lc
         ev.Phi, ev.lsum = Phi.reshape(M, d * d), lr.reshape(M, d * d)
         return np.log(lam)
@@ -457,11 +467,15 @@ class _SPDNewton:
                         out=Xc)
         else:
             lg = self._phi(ev)
-            L = np.multiply(ev.Phi, ev.B.reshape(M, d * d),
-                            out=self._work("T2", M).reshape(M, d * d))
-            L[:, self.dg] = lg
-            f = np.einsum("ij,ij->i", L, L)
-            L *= W.reshape(M, 1)
+            # a trial frame far from the tracked eigenvectors (a rejected step on badly
+            # conditioned data) can overflow here: F, ||G|| and the bound become inf/NaN,
+            # which the line search rejects and the stopping test never certifies
+            with np.errstate(over="ignore", invalid="ignore"):
+                L = np.multiply(ev.Phi, ev.B.reshape(M, d * d),
+                                out=self._work("T2", M).reshape(M, d * d))
+                L[:, self.dg] = lg
+                f = np.einsum("ij,ij->i", L, L)
+                L *= W.reshape(M, 1)
             Xc = self._work("T3", M).reshape(c, d, m, d)
             np.matmul(V.reshape(c, m, d, d), L.reshape(c, m, d, d),
                       out=Xc.transpose(0, 2, 1, 3))  # V_i (w_i L_i)
