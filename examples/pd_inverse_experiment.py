@@ -11,9 +11,10 @@ Data (section 4.2, "Learning the Inverse of a Positive Definite Matrix")
     points, all independent draws, for each dimension m (the paper: 5 to 50; Table 2: 5..30).
     Note that the output eigenvalues :math:`1/s`, s ~ U[0, 10], are heavy-tailed
     (:math:`E\,\|Y\|_F^2 = \infty`); a zero draw of s (probability 0) is floored at 1e-6.
-    UNSPECIFIED: whether U is drawn per sample or once ("U a random orthonormal matrix");
-    we draw it per sample, the reading under which f(X) = X^{-1} is learned "for any X" (one
-    shared U makes all inputs commute and the problem much easier at small m).
+    UNSPECIFIED: whether U is drawn per sample or once ("U a random orthonormal matrix",
+    no index); by default we draw it per sample, the reading under which f(X) = X^{-1} is
+    learned "for any X"; ``--shared-u`` draws one U per trial for all its samples (then all
+    inputs commute and the problem is much easier at small m).
 
 Input representation and kernel (section 4.2)
     Gaussian :math:`k(x, x') = \exp(-\|x - x'\|^2 / 2\sigma^2)` for both methods.
@@ -117,11 +118,16 @@ KRLS_FLOOR = 1e-12  # section 4.2
 # ---------------------------------------------------------------------------------------
 # data and losses
 # ---------------------------------------------------------------------------------------
-def make_data(n, m, rng):
-    """X = U diag(s) U^T, U Haar, s ~ U[0, 10] (section 4.2); returns vec(X), X^{-1}."""
-    G = rng.standard_normal((n, m, m))
-    Q, R = np.linalg.qr(G)
-    Q = Q * np.sign(np.diagonal(R, axis1=1, axis2=2))[:, None, :]  # Haar
+def haar(rng, n, m):
+    """n Haar-distributed orthogonal m x m matrices (QR of Gaussians, signs of diag(R) fixed)."""
+    Q, R = np.linalg.qr(rng.standard_normal((n, m, m)))
+    return Q * np.sign(np.diagonal(R, axis1=1, axis2=2))[:, None, :]
+
+
+def make_data(n, m, rng, U=None):
+    """X = U diag(s) U^T, s ~ U[0, 10] (section 4.2), U Haar per sample or the given shared
+    (m, m) one; returns vec(X), X^{-1}."""
+    Q = haar(rng, n, m) if U is None else np.broadcast_to(U, (n, m, m))
     s = rng.uniform(0.0, 10.0, size=(n, m))
     s = np.maximum(s, 1e-6)  # U[0, 10] can return exactly 0 (probability ~ 0)
     X = (Q * s[:, None, :]) @ np.swapaxes(Q, 1, 2)
@@ -168,11 +174,13 @@ def krls_predict(est, X):
 # ---------------------------------------------------------------------------------------
 # one trial
 # ---------------------------------------------------------------------------------------
-def run_trial(m, trial, seed, n_train, n_val, n_test, sigmas, lams, top_k, tol, max_iter):
+def run_trial(m, trial, seed, n_train, n_val, n_test, sigmas, lams, top_k, tol, max_iter,
+              shared_u=False):
     rng = np.random.default_rng([seed, m, trial])
-    Xtr, Ytr = make_data(n_train, m, rng)
-    Xva, Yva = make_data(n_val, m, rng)
-    Xte, Yte = make_data(n_test, m, rng)
+    U = haar(rng, 1, m)[0] if shared_u else None
+    Xtr, Ytr = make_data(n_train, m, rng, U)
+    Xva, Yva = make_data(n_val, m, rng, U)
+    Xte, Yte = make_data(n_test, m, rng, U)
     t0 = time.perf_counter()
 
     # --- grid: KRLS by validation MSE, SP screened by log-Euclidean decoding -------------
@@ -280,6 +288,9 @@ def main(argv=None):
     ap.add_argument("--first-trial", type=int, default=0)
     ap.add_argument("--top-k", type=int, default=2,
                     help="SP: log-Euclidean-screened candidates re-scored by RGD on validation")
+    ap.add_argument("--shared-u", action="store_true",
+                    help="one Haar U per trial for all samples (the other reading of section "
+                         "4.2; default: U drawn per sample)")
     ap.add_argument("--jsonl", default=None, help="append one JSON record per trial here")
     ap.add_argument("--table-from", nargs="+", default=None,
                     help="only print the table of the records in these JSONL files")
@@ -303,7 +314,8 @@ def main(argv=None):
     for m in dims:
         for t in range(args.first_trial, args.first_trial + trials):
             r = run_trial(m, t, args.seed, n_train, n_val, n_test, sigmas, lams, top_k,
-                          tol=1e-6, max_iter=200)
+                          tol=1e-6, max_iter=200, shared_u=args.shared_u)
+            r["shared_u"] = bool(args.shared_u)
             records.append(r)
             print(f"dim {m} trial {t}: SP Delta_PD {r['sp_pd']:.3f} (/m {r['sp_pd'] / m:.3f}), "
                   f"KRLS {r['krls_pd']:.3g}, squared SP {r['sp_sq']:.3f} KRLS "
