@@ -238,12 +238,12 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         if rank is None:
             features = ExactFeatures(kernel).fit(Z)
         else:
-            if self.n_landmarks > Z.shape[0]:
+            if rank > Z.shape[0]:
                 raise ValueError(
                     f"n_landmarks must be <= the number of constraint points {Z.shape[0]}, "
-                    f"got {self.n_landmarks}"
+                    f"got {rank}"
                 )
-            features = NystromFeatures(kernel, n_landmarks=self.n_landmarks,
+            features = NystromFeatures(kernel, n_landmarks=rank,
                                        random_state=self.random_state).fit(Z)
         Phi = features.transform(Z)
         if self.representation == "exact":

@@ -72,16 +72,24 @@ def solve_cvxpy(problem, *, solver="CLARABEL", tol=1e-8, max_iter=None, verbose=
         value = problem.solve(solver=solver, verbose=bool(verbose), **opts)
     except cp.error.SolverError as exc:
         raise SolverStatusError(f"solver {solver} failed: {exc}") from exc
+    check_status(problem, solver, stacklevel=2)
+    return value
+
+
+def check_status(problem, solver, *, stacklevel=2):
+    """Strict status handling after a solve: ``optimal_inaccurate`` warns
+    (:class:`InaccurateSolutionWarning`), anything else not optimal raises
+    :class:`SolverStatusError` naming the status and the solver.  ``stacklevel`` counts
+    from the function calling this one (2: its caller, as ``warnings.warn`` would)."""
     status = problem.status
     if status == cp.OPTIMAL_INACCURATE:
         warnings.warn(
             f"solver {solver} returned status '{status}'; tighten tol or raise max_iter",
             InaccurateSolutionWarning,
-            stacklevel=2,
+            stacklevel=stacklevel + 1,
         )
     elif status != cp.OPTIMAL:
         raise SolverStatusError(f"CVXPY status '{status}' from solver {solver}")
-    return value
 
 
 @dataclass

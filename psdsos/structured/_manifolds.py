@@ -39,6 +39,7 @@ from psdsos.geometry import (
     logm_spd,
     sqrtm_psd,
 )
+from psdsos.geometry._matfun import spectral
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import (
     as_finite,
@@ -69,12 +70,6 @@ _MIN_STEP = 1e-12
 _KINK_TOL = 1e-7
 
 
-def _spectral(V, f):
-    """``V diag(f) V^T`` batched, exactly symmetric."""
-    P = (V * f[..., None, :]) @ np.swapaxes(V, -1, -2)
-    return 0.5 * (P + np.swapaxes(P, -1, -2))
-
-
 def _chunks(idx, per_point, budget=_BLOCK_BUDGET):
     size = max(1, budget // max(per_point, 1))
     for s in range(0, len(idx), size):
@@ -103,12 +98,6 @@ def _warn_not_converged(space, gnorm, tol, max_iter):
 # ---- SPD decoding machinery: Riemannian Newton on tracked eigendecompositions ----------
 def _sw(A):
     return np.swapaxes(A, -1, -2)
-
-
-def _expm_scaled(S, s):
-    """``expm(s * S)`` for symmetric S (batched)."""
-    w, V = np.linalg.eigh(S)
-    return _spectral(V, np.exp(s * w))
 
 
 #: A rotation of the simultaneous Jacobi step larger than this (Frobenius norm of the
@@ -748,7 +737,7 @@ class SPDSpace(_RGDOptions, OutputSpace):
         top = np.abs(w).max(axis=-1, keepdims=True)
         fl = np.maximum(floor, 1e-10 * top)
         fl = np.where(fl > 0, fl, 1.0)  # all-zero matrix: identity
-        return _spectral(V, np.maximum(w, fl))
+        return spectral(np.maximum(w, fl), V)
 
     # ---- the objective (public for tests and diagnostics) ---------------------------
     def objective(self, Y, w):
@@ -767,8 +756,8 @@ class SPDSpace(_RGDOptions, OutputSpace):
     def _eval(self, Y, W):
         s, U = np.linalg.eigh(Y)
         s = np.maximum(s, _TINY)
-        Yh = _spectral(U, np.sqrt(s))
-        Yih = _spectral(U, 1.0 / np.sqrt(s))
+        Yh = spectral(np.sqrt(s), U)
+        Yih = spectral(1.0 / np.sqrt(s), U)
         M = Yih[:, None] @ self.Y_train_[None] @ Yih[:, None]
         mw, mV = np.linalg.eigh(0.5 * (M + np.swapaxes(M, -1, -2)))
         lm = np.log(np.maximum(mw, _TINY))
@@ -978,8 +967,8 @@ class BuresSpace(_RGDOptions, OutputSpace):
     def _tbar(self, Y, W):
         s, U = np.linalg.eigh(Y)
         s = np.maximum(s, _TINY)
-        Yh = _spectral(U, np.sqrt(s))
-        Yih = _spectral(U, 1.0 / np.sqrt(s))
+        Yh = spectral(np.sqrt(s), U)
+        Yih = spectral(1.0 / np.sqrt(s), U)
         M = Yh[:, None] @ self.Y_train_[None] @ Yh[:, None]
         mw, mV = np.linalg.eigh(0.5 * (M + np.swapaxes(M, -1, -2)))
         R = mV * (W[..., None] * np.sqrt(np.maximum(mw, 0.0)))[..., None, :]
@@ -1025,7 +1014,7 @@ class BuresSpace(_RGDOptions, OutputSpace):
         # a singular start (every weighted root singular in a common direction) is lifted
         s, U = np.linalg.eigh(0.5 * (Y0 + np.swapaxes(Y0, 1, 2)))
         top = np.maximum(s[:, -1:], _TINY)
-        Y0 = _spectral(U, np.maximum(s, 1e-12 * top))
+        Y0 = spectral(np.maximum(s, 1e-12 * top), U)
         return self._fixed_point(W, Y0)
 
     def _fixed_point(self, W, Y):

@@ -32,7 +32,6 @@ Status handling is that of ``solve_cvxpy``: ``optimal_inaccurate`` warns
 
 from __future__ import annotations
 
-import warnings
 import weakref
 
 import numpy as np
@@ -303,8 +302,8 @@ def solve_parametric(problem, solver="CLARABEL", tol=1e-8, *, max_iter=None):
     import cvxpy as cp
 
     from psdsos._validation import check_scalar
-    from psdsos.solvers import InaccurateSolutionWarning, SolverStatusError, solve_cvxpy
-    from psdsos.solvers._primal import _solver_options
+    from psdsos.solvers import SolverStatusError, solve_cvxpy
+    from psdsos.solvers._primal import _solver_options, check_status
 
     name = str(solver).upper()
     if name != "CLARABEL":
@@ -320,13 +319,5 @@ def solve_parametric(problem, solver="CLARABEL", tol=1e-8, *, max_iter=None):
             raise SolverStatusError(f"solver {name} failed: {exc}") from exc
     if value is _FALLBACK:
         return solve_cvxpy(problem, solver=name, tol=tol, max_iter=max_iter)
-    status = problem.status
-    if status == cp.OPTIMAL_INACCURATE:
-        warnings.warn(
-            f"solver {name} returned status '{status}'; tighten tol or raise max_iter",
-            InaccurateSolutionWarning,
-            stacklevel=2,
-        )
-    elif status != cp.OPTIMAL:
-        raise SolverStatusError(f"CVXPY status '{status}' from solver {name}")
+    check_status(problem, name, stacklevel=2)
     return value
