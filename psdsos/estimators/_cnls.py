@@ -30,7 +30,7 @@ from psdsos.estimators._base import (
     save_estimator,
     validate_params,
 )
-from psdsos.solvers import PRIMAL_SOLVERS, solve_cvxpy
+from psdsos.solvers import PRIMAL_SOLVERS, SolverStatusError, solve_cvxpy
 
 __all__ = ["PiecewiseLinearConvexRegressor"]
 
@@ -159,6 +159,20 @@ def _violations(X, theta, Z, active, q):
     return vmax, np.concatenate(J_out), np.concatenate(V_out)
 
 
+def _standardize(A):
+    """Columns of A centred and scaled to unit standard deviation, without overflow or
+    underflow: each column is first divided by its largest absolute value (a power-free
+    rescaling that keeps every finite column finite).  Returns (standardized, mean, scale)
+    with A = mean + scale * standardized; a constant column gets scale = its largest absolute
+    value (or 1 when it is zero), so that the standardized column is 0."""
+    ref = np.max(np.abs(A), axis=0)
+    ref = np.where(ref > 0, ref, 1.0)
+    An = A / ref
+    mean, std = An.mean(axis=0), An.std(axis=0)
+    std = np.where(std > 0, std, 1.0)
+    return (An - mean) / std, ref * mean, ref * std
+
+
 def _max_affine(Xt, theta, Z, X, concave):
     """max_i (or min_i) of theta_i + zeta_i^T (x - x_i) for each row x of Xt, in blocks."""
     c = theta - np.sum(Z * X, axis=1)
@@ -231,9 +245,15 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
     for each violating point its most violated pairs (one each while many points violate, up
     to 8 each when few do), and re-solves, until no pair is violated.  The constraints only
     grow, so the loop ends after finitely many rounds with the exact CNLS solution.
-    Internally X is centred and scaled per feature and y standardized (the problem is
-    equivariant under both).  Constant targets are fitted without a solve (the constant is
-    the solution).
+    Internally X is centred and scaled per feature and y standardized, each first divided by
+    its largest absolute value so that no step overflows or underflows: the problem is
+    equivariant under :math:`y \to a y + b` (:math:`\hat\theta \to a\hat\theta + b`,
+    :math:`\hat\zeta \to a\hat\zeta`, with :math:`a > 0`) and under
+    :math:`x_k \to c_k x_k + e_k`, :math:`c_k > 0` (:math:`\hat\zeta_k \to \hat\zeta_k / c_k`),
+    so data in any units (``y`` from 1e-300 to 1e300) is solved as well as standardized data
+    and the solution is mapped back.  Only a fit whose values or slopes exceed the float64
+    range is refused (ValueError).  Constant targets are fitted without a solve (the constant
+    is the solution).
 
     Parameters
     ----------
@@ -267,7 +287,8 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
     X_fit_ : ndarray of shape (n_samples, n_features)
         Training inputs (the anchors of the affine pieces).
     objective_ : float
-        :math:`\frac1n \sum_i (y_i - \hat\theta_i)^2`.
+        :math:`\frac1n \sum_i (y_i - \hat\theta_i)^2` (inf when it exceeds the float64
+        range, i.e. residuals beyond about 1e154).
     n_rounds_ : int
         Number of QP solves.
     n_constraints_ : int
@@ -319,7 +340,19 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
         solver = self.solver.upper()
         # Clarabel (interior point) is cheap to run tight; SCS (first order) gets a looser target.
         lo, hi = (1e-12, 1e-10) if solver == "CLARABEL" else (1e-9, 1e-6)
-        solve_cvxpy(prob, solver=solver, tol=float(np.clip(self.tol * 1e-4, lo, hi)))
+        tol = float(np.clip(self.tol * 1e-4, lo, hi))
+        # The subgradients of hull vertices are unbounded in the QP (their Afriat rows leave
+        # a recession cone), so the dual has no strictly feasible point and an interior-point
+        # solve can stall near its tolerance (Clarabel: InsufficientProgress, seen on ~1 in
+        # 300 random problems at 1e-10).  Re-solve at 10 and 100 times the tolerance: theta
+        # is still certified (the Afriat scan of the caller, and the solver's gap).
+        for k, t in enumerate((tol, 10 * tol, 100 * tol)):
+            try:
+                solve_cvxpy(prob, solver=solver, tol=t)
+                break
+            except SolverStatusError:
+                if k == 2:
+                    raise
         return v.value[:n].copy(), v.value[n:].reshape(n, p).copy()
 
     def _cutting_planes(self, Xs, ys, y_scale):
@@ -332,8 +365,10 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
             theta, Z = self._solve_qp(Xs, ys, keys)
             vmax, J, V = _violations(Xs, theta, Z, keys, _ADD_MAX)
             if self.verbose:
+                with np.errstate(over="ignore"):  # inf beyond the float range
+                    obj = np.mean((ys - theta) ** 2) * np.float64(y_scale) ** 2
                 print(f"[CNLS] round {rnd}: {keys.size} pairs, objective "
-                      f"{np.mean((ys - theta) ** 2) * y_scale ** 2:.8g}, max violation "
+                      f"{obj:.8g}, max violation "
                       f"{vmax * y_scale:.3e}, {time.perf_counter() - t0:.2f} s")
             if vmax <= self.tol:
                 return theta, Z, keys, rnd, vmax, None
@@ -384,12 +419,11 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
         self.n_features_in_ = X.shape[1]  # validate_data sets it only with ensure_2d=True
         n, p = X.shape
         sign = -1.0 if self.concave else 1.0
-        x_mean, x_scale = X.mean(axis=0), X.std(axis=0)
-        x_scale[x_scale == 0] = 1.0
-        y_mean, y_scale = float(np.mean(y)), float(np.std(y))
-        y_scale = y_scale if y_scale > 0 else 1.0
-        Xs = (X - x_mean) / x_scale
-        ys = sign * (y - y_mean) / y_scale
+        # the problem is equivariant under y -> a y + b and per-feature x -> c x + e: solve it
+        # on standardized data (overflow- and underflow-free, _standardize), map back
+        Xs, x_mean, x_scale = _standardize(X)
+        ys, y_mean, y_scale = _standardize(y[:, None])
+        ys, y_mean, y_scale = sign * ys[:, 0], float(y_mean[0]), float(y_scale[0])
 
         if np.ptp(y) > 0:
             theta, Z, keys, rnd, vmax, stop = self._cutting_planes(Xs, ys, y_scale)
@@ -403,10 +437,22 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
                 f"to {vmax * y_scale:.3e} (> tol * std(y) = {self.tol * y_scale:.3e}); {stop}",
                 ConvergenceWarning, stacklevel=2,
             )
-        self.theta_ = y_mean + sign * y_scale * theta
-        self.zeta_ = sign * y_scale * Z / x_scale
+        with np.errstate(over="ignore"):
+            theta_ = y_mean + sign * y_scale * theta
+            zeta_ = sign * (y_scale * Z) / x_scale
+            if not np.all(np.isfinite(zeta_)):  # tiny feature scales against a large y
+                zeta_ = sign * y_scale * (Z / x_scale)
+            objective = float(np.mean((y - theta_) ** 2))  # inf beyond the float range
+        if not (np.all(np.isfinite(theta_)) and np.all(np.isfinite(zeta_))):
+            raise ValueError(
+                "X and y: the fitted values or slopes of this fit exceed the float64 range "
+                f"(std(y) = {y_scale:.3g}, smallest feature std {float(np.min(x_scale)):.3g}); "
+                "rescale y or X"
+            )
+        self.theta_ = theta_
+        self.zeta_ = zeta_
         self.X_fit_ = X
-        self.objective_ = float(np.mean((y - self.theta_) ** 2))
+        self.objective_ = objective
         self.n_rounds_ = rnd
         self.n_constraints_ = len(keys)
         self.max_violation_ = float(vmax * y_scale)
