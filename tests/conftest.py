@@ -66,17 +66,47 @@ def _env_threads():
     return value
 
 
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _limit_threads():
-    """One BLAS/OpenMP thread per test process (``PSDSOS_TEST_THREADS``, 0: no limit)."""
+    """One BLAS/OpenMP thread per test process (``PSDSOS_TEST_THREADS``, 0: no limit): in
+    this process with threadpoolctl, in subprocesses (examples, console entry points)
+    through the environment variables the libraries read at start (those already set are
+    kept)."""
     n = _env_threads()
     if n == 0:
         yield
         return
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(limits=n):
-        yield
+    added = [v for v in _THREAD_VARS if v not in os.environ]
+    for v in added:
+        os.environ[v] = str(n)
+    try:
+        with threadpool_limits(limits=n):
+            yield
+    finally:
+        for v in added:
+            os.environ.pop(v, None)
+
+
+#: Checks of several seconds whose fast variants stay in the default run (node id -> the
+#: fast variant), marked ``slow`` at collection.
+_SLOW = {
+    "tests/test_cnls.py::test_sklearn_compatible[PiecewiseLinearConvexRegressor()-"
+    "check_regressors_train(readonly_memmap=True)]": "check_regressors_train",
+    "tests/test_cnls.py::test_sklearn_compatible[PiecewiseLinearConvexRegressor()-"
+    "check_regressors_train(readonly_memmap=True,X_dtype=float32)]": "check_regressors_train",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.nodeid in _SLOW:
+            item.add_marker(pytest.mark.slow)
 
 
 def _env_seed():
