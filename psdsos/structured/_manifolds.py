@@ -799,9 +799,16 @@ class SPDSpace(_RGDOptions, OutputSpace):
     bound (summed with the weights) does not already certify the point, the eigenvectors of
     the matrices with the largest contributions are refined with matrix products
     (simultaneous Jacobi rotations, quadratic convergence; LAPACK for the few that are far
-    off).  Stops when :math:`\|\operatorname{grad} F\|_Y = 2\|G\|_F` plus twice the error
-    bound is :math:`\le` ``tol`` (so the exact gradient norm is :math:`\le` ``tol``; ``F``
-    with weights summing to one).
+    off).  The error bound includes rounding (:meth:`_SPDNewton.rounding`); a step is
+    accepted only if the upper bound F + errF does not increase, and Newton steps are capped
+    by a trust radius.  Stops when :math:`\|\operatorname{grad} F\|_Y = 2\|G\|_F` plus twice
+    the error bound is :math:`\le` ``tol`` (so the exact gradient norm is :math:`\le` ``tol``;
+    ``F`` with weights summing to one).  A point not certified after ``_FAST_ITER`` Newton
+    steps continues with the robust method (:meth:`_SPDNewton.robust`: saddle-free Newton,
+    LAPACK evaluations, Armijo line search on the upper bound of F) for the rest of its
+    ``max_iter`` budget.  The decode is formed from the SVD of the frame, so it is always
+    symmetric positive definite; ConvergenceWarning otherwise (naming ``tol`` alone when the
+    gradient norm is within its rounding bound: the certifiable floor in float64).
 
     Negative-weight policy: ``weights="signed"`` keeps signed weights normalized to sum one
     when :math:`\sum\alpha > 0` and :math:`\|\alpha\|_1 \le 4\sum\alpha`; the SPD manifold is a
