@@ -35,7 +35,7 @@ def _check_d(d):
             raise ValueError(f"d must be a positive integer (the size of the blocks), got {d!r}")
         d_int = int(d_float)
     if d_int < 1:
-        raise ValueError(f"d must be a positive integer (the size of the blocks), got {d!r}")
+        raise ValueError(f"d must be >= 1 (a positive integer, the size of the blocks), got {d!r}")
     return d_int
 
 
