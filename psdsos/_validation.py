@@ -20,6 +20,15 @@ __all__ = [
 ]
 
 
+def _check_real(A, name):
+    """Refuse complex input: converting it to float would drop the imaginary part."""
+    if np.iscomplexobj(A):
+        raise ValueError(
+            f"{name} must hold real numbers, got a complex array (its imaginary part would be "
+            "dropped); pass the real part explicitly if that is what you mean"
+        )
+
+
 def check_array_2d(X, name="X", *, min_samples=1, allow_1d=False, dtype=np.float64):
     """Return ``X`` as a finite float array of shape (n_samples, n_features).
 
@@ -34,6 +43,7 @@ def check_array_2d(X, name="X", *, min_samples=1, allow_1d=False, dtype=np.float
     allow_1d : bool
         If True, a 1-D array is read as one feature per sample (shape (n, 1)).
     """
+    _check_real(X, name)
     try:
         A = np.asarray(X, dtype=dtype)
     except (TypeError, ValueError) as exc:
@@ -58,8 +68,10 @@ def check_psd_targets(M, name="M", *, n_samples=None, rtol=1e-8):
 
     Symmetric indefinite targets are accepted (noisy measurements of PSD matrices).
     Symmetry is checked to relative tolerance ``rtol`` of the largest entry and the exact
-    symmetric part is returned.
+    symmetric part is returned.  Complex input is refused (its imaginary part would be
+    dropped silently by a float conversion).
     """
+    _check_real(M, name)
     try:
         A = np.asarray(M, dtype=np.float64)
     except (TypeError, ValueError) as exc:

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import UndefinedMetricWarning
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from psdsos._validation import check_psd_targets
 from psdsos.estimators._base import (
@@ -28,6 +28,12 @@ from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_primal
 from psdsos.sos import PSDLeastSquares, PSDModel, project_psd
 
 __all__ = ["PSDRegressor"]
+
+
+def _target_exponent(M):
+    """Exponent e with 2^(e-1) <= max|M| < 2^e (0 for M = 0): the fit runs on M / 2^e."""
+    top = float(np.abs(M).max()) if M.size else 0.0
+    return int(np.frexp(top)[1]) if top > 0 else 0
 
 
 @register_loadable
@@ -81,7 +87,12 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
     features_ : ExactFeatures or NystromFeatures
     kernel_ : Kernel
     objective_ : float
-        J(B_) evaluated in numpy (comparable across solvers).
+        J(B_) evaluated in numpy (comparable across solvers).  The fit runs on the targets
+        divided by a power of two near their largest magnitude, with lam1 multiplied by it
+        (J is equivariant: :math:`J(c\mathbf B'; \mathbf M, \lambda_1) =
+        c^2 J(\mathbf B'; \mathbf M / c, \lambda_1 / c)`), so targets of any magnitude are
+        fitted alike; only ``objective_`` itself can leave the float range (``inf`` for
+        targets beyond about 1e154, subnormal below about 1e-154).
     n_iter_ : int
     dual_gap_ : float
         Relative duality gap at the solution (dual solver; NaN for the primal).
@@ -186,16 +197,20 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
                                        landmarks=self.landmarks,
                                        random_state=self.random_state).fit(X)
         Phi = features.transform(X)
-        problem = PSDLeastSquares(Phi, M, self.lam1, self.lam2)
+        # The fit is equivariant: J(c B'; M, lam1) = c^2 J'(B'; M / c, lam1 / c).  Solve at the
+        # unit scale c = 2^e ~ max|M| (exact in floating point) and map back, so that targets
+        # whose squares overflow or underflow are fitted like any others.
+        e = _target_exponent(M)
+        problem = PSDLeastSquares(Phi, np.ldexp(M, -e), np.ldexp(self.lam1, -e), self.lam2)
         if self.solver == "dual":
             init = None
             if (self.warm_start and getattr(self, "dual_coef_", None) is not None
                     and self.dual_coef_.shape == M.shape):
-                init = self.dual_coef_
+                init = np.ldexp(self.dual_coef_, -e)
             res = solve_dual(problem, tol=self.tol, max_iter=self.max_iter, init=init,
                              verbose=self.verbose)
             B = res.B
-            self.dual_coef_ = res.G
+            self.dual_coef_ = np.ldexp(res.G, e)
             self.dual_gap_ = float(res.dual_gap)
             self.n_iter_ = int(res.n_iter)
         else:
@@ -208,9 +223,11 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
             self.n_iter_ = int(res.n_iter)
         self.kernel_ = kernel
         self.features_ = features
-        self.model_ = PSDModel(features, B, d)
+        self.model_ = PSDModel(features, np.ldexp(B, e), d)
         self.B_ = self.model_.B
-        self.objective_ = float(problem.objective(self.B_))
+        # J(B_) = 2^(2e) J'(B_ / 2^e); inf only when the objective itself exceeds the float range
+        with np.errstate(over="ignore", under="ignore"):
+            self.objective_ = float(np.ldexp(problem.objective(np.ldexp(self.B_, -e)), 2 * e))
         self.n_outputs_ = d
         self._scalar_targets = scalar
         return self
@@ -241,14 +258,23 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         so that GridSearchCV's default scoring works with 3-D targets.
         """
         check_is_fitted(self, "model_")
-        P = self.predict(X)
-        M = np.asarray(M, dtype=np.float64).reshape(P.shape)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        M, _ = self._validate_targets(M, X.shape[0])
+        if M.shape[1] != self.n_outputs_:
+            raise ValueError(
+                f"M must have shape (n_samples, {self.n_outputs_}, {self.n_outputs_}) like the "
+                f"training targets, got matrices of size {M.shape[1]}"
+            )
+        P = self.model_(X)
         if len(P) < 2:
             warnings.warn("R^2 is not defined for fewer than two samples; returning nan "
                           "(use a mean-squared-error scorer with leave-one-out)",
                           UndefinedMetricWarning, stacklevel=2)
             return float("nan")
-        w = np.ones(len(P)) if sample_weight is None else np.asarray(sample_weight, float)
+        w = _check_sample_weight(sample_weight, X)
+        # R^2 is scale-invariant: compute it at the unit scale so squares never overflow
+        e = max(_target_exponent(M), _target_exponent(P))
+        P, M = np.ldexp(P, -e), np.ldexp(M, -e)
         wb = w.reshape((-1,) + (1,) * (P.ndim - 1))
         num = float(np.sum(wb * (P - M) ** 2))
         mean = np.sum(wb * M, axis=0) / np.sum(w)
