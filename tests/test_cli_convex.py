@@ -431,6 +431,32 @@ def test_delimiter_tab(tmp_path):
     assert _fields(out)["data"].startswith("n = 20 rows, features: x;")
 
 
+@pytest.mark.parametrize("sep, hint", [(";", "--delimiter ';'"), ("\t", "--delimiter tab"),
+                                       ("|", "--delimiter '|'")])
+@pytest.mark.parametrize("command", ["convex-fit", "convex-predict"])
+def test_other_delimiter_hints_at_the_option(tmp_path, fitted_1d, sep, hint, command):
+    # a semicolon CSV (decimal commas, as written by European spreadsheets) read with the
+    # default ',' once failed on its first data row without a word about --delimiter
+    path = tmp_path / "semi.csv"
+    body = "".join(f"{k},5{sep}{k + 1},25\n" for k in range(20))
+    path.write_text(f"x{sep}y\n" + body, encoding="utf-8")
+    if command == "convex-fit":
+        argv = ["convex-fit", str(path), "--target", "y", *FAST]
+    else:
+        argv = ["convex-predict", str(fitted_1d["model"]), str(path)]
+    code, out, err = _run(argv)
+    lines = err.strip().splitlines()
+    assert code == 1, (out, err)
+    assert len(lines) == 1 and lines[0].startswith("psdsos: error: "), err
+    assert hint in lines[0] and "looks" in lines[0]
+    # with the delimiter given, the same file is read
+    if command == "convex-fit" and sep == ";":
+        path.write_text(f"x{sep}y\n" + body.replace(",", "."), encoding="utf-8")
+        code, out, err = _run(["convex-fit", str(path), "--target", "y", *FAST,
+                               "--delimiter", sep])
+        assert code == 0, err
+
+
 # ------------------------------------------------------------------------------------------
 # psdsos.plotting.plot_convex_fit
 # ------------------------------------------------------------------------------------------
