@@ -305,6 +305,24 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         }
         save_estimator(self, path, arrays, extra)
 
+    #: Saved metadata (checked by psdsos.load before _from_saved).
+    _SAVED_META = {
+        "model": PSDModel.SAVED_META,
+        "fitted": {"objective_": "real*", "n_iter_": "int", "dual_gap_": "real*",
+                   "n_features_in_": "posint", "scalar_targets": "bool"},
+    }
+
+    @classmethod
+    def _saved_arrays(cls, meta, *, source="the model file"):
+        """Schema of the saved arrays: those of PSDModel, with p = n_features_in_."""
+        spec, known = PSDModel.saved_array_spec(meta["model"], source=source)
+        known["p"] = meta["fitted"]["n_features_in_"]
+        known["_from"]["p"] = "metadata entry 'fitted.n_features_in_'"
+        if meta["fitted"]["scalar_targets"] and meta["model"]["d"] != 1:
+            raise ValueError(f"{source}: a model of scalar targets must have d = 1, got "
+                             f"metadata entry 'model.d' = {meta['model']['d']}")
+        return spec, known
+
     @classmethod
     def _from_saved(cls, arrays, meta):
         params = dict(meta["params"])
