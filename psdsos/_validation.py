@@ -67,9 +67,9 @@ def check_psd_targets(M, name="M", *, n_samples=None, rtol=1e-8):
     """Return ``M`` as a finite, symmetric float array of shape (n_samples, d, d).
 
     Symmetric indefinite targets are accepted (noisy measurements of PSD matrices).
-    Symmetry is checked to relative tolerance ``rtol`` of the largest entry and the exact
-    symmetric part is returned.  Complex input is refused (its imaginary part would be
-    dropped silently by a float conversion).
+    Symmetry is checked to relative tolerance ``rtol`` of the largest entry (whatever its
+    magnitude) and the exact symmetric part is returned.  Complex input is refused (its
+    imaginary part would be dropped silently by a float conversion).
     """
     _check_real(M, name)
     try:
@@ -84,13 +84,17 @@ def check_psd_targets(M, name="M", *, n_samples=None, rtol=1e-8):
         )
     if not np.all(np.isfinite(A)):
         raise ValueError(f"{name} contains NaN or infinite values")
-    scale = max(1.0, float(np.abs(A).max()) if A.size else 1.0)
-    asym = float(np.abs(A - np.swapaxes(A, 1, 2)).max()) if A.size else 0.0
+    # relative to the largest entry (targets of any magnitude); halves first, so that
+    # entries near the float range do not overflow
+    At = np.swapaxes(A, 1, 2)
+    scale = float(np.abs(A).max()) if A.size else 0.0
+    asym = float(np.abs(0.5 * A - 0.5 * At).max()) * 2.0 if A.size else 0.0
     if asym > rtol * scale:
         raise ValueError(
-            f"{name} must hold symmetric matrices; largest asymmetry |M - M^T| = {asym:.3g}"
+            f"{name} must hold symmetric matrices; largest asymmetry |M - M^T| = {asym:.3g} "
+            f"(largest entry {scale:.3g})"
         )
-    return 0.5 * (A + np.swapaxes(A, 1, 2))
+    return 0.5 * A + 0.5 * At
 
 
 def check_scalar(value, name, *, lower=None, upper=None, lower_inclusive=True,

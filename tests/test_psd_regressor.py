@@ -487,6 +487,30 @@ def test_fit_is_scale_equivariant(rng, solver, lam1, c):
         assert est.objective_ == (np.inf if c > 1 else pytest.approx(0.0, abs=1e-300))
 
 
+@pytest.mark.parametrize("lam1, c", [(1e10, 1e-300), (1e300, 1e-10), (10.0, 1.0)])
+def test_large_lam1_gives_zero_exactly(rng, lam1, c):
+    # lam1 >= lambda_max((1/n) sum Psi_i M_i Psi_i^T) makes B = 0 optimal (KKT at B = 0);
+    # lam1 / 2^e once overflowed to inf (LinAlgError, NaN in the primal)
+    X, M = psd_curve(rng, n=8, d=2)
+    est = PSDRegressor(sigma=0.3, lam1=lam1).fit(X, c * M)
+    assert np.all(est.B_ == 0) and np.all(est.predict(X) == 0)
+    J0 = 0.5 * np.mean(np.sum(M**2, axis=(1, 2)))  # J(0) at c = 1
+    if c > 1e-150:
+        assert est.objective_ / c / c == pytest.approx(J0, rel=1e-12)
+    else:  # c^2 J0 is below the float range
+        assert est.objective_ == 0.0
+
+
+@pytest.mark.parametrize("c", [1e-160, 1.0, 1e160])
+def test_asymmetry_is_relative_to_the_targets(rng, c):
+    # symmetry was once checked against max(1, max|M|): tiny asymmetric targets passed
+    X, M = psd_curve(rng, n=8, d=2)
+    M = M.copy()
+    M[0, 0, 1] += 1e-4 * np.abs(M).max()
+    with pytest.raises(ValueError, match="M must hold symmetric matrices"):
+        PSDRegressor(sigma=0.3).fit(X, c * M)
+
+
 @pytest.mark.parametrize("c", [1e100, 1e-100])
 def test_objective_scales_with_the_targets(rng, c):
     X, M = psd_curve(rng, n=8, d=2)

@@ -36,6 +36,18 @@ def _target_exponent(M):
     return int(np.frexp(top)[1]) if top > 0 else 0
 
 
+def _scaled_lam1(lam1, e, Phi, d):
+    """lam1 / 2^e for the problem at the unit scale (|M / 2^e| <= 1), capped where B = 0.
+
+    At B = 0 the optimality condition of eq. (11) is lam1 I >= (1/n) sum_i Psi_i M_i Psi_i^T,
+    whose largest eigenvalue is at most d max_i ||phi_i||^2 when |M_ij| <= 1: any lam1 above
+    that gives B = 0, so capping it there changes nothing and keeps it finite.
+    """
+    cap = 2.0 * d * max(1.0, float(np.max(np.sum(Phi * Phi, axis=1))))
+    with np.errstate(over="ignore"):
+        return float(min(np.ldexp(float(lam1), -e), cap))
+
+
 @register_loadable
 class PSDRegressor(RegressorMixin, BaseEstimator):
     r"""Regression with PSD-valued kernel sums-of-squares, PSD paper eq. (11).
@@ -201,7 +213,8 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         # unit scale c = 2^e ~ max|M| (exact in floating point) and map back, so that targets
         # whose squares overflow or underflow are fitted like any others.
         e = _target_exponent(M)
-        problem = PSDLeastSquares(Phi, np.ldexp(M, -e), np.ldexp(self.lam1, -e), self.lam2)
+        problem = PSDLeastSquares(Phi, np.ldexp(M, -e), _scaled_lam1(self.lam1, e, Phi, d),
+                                  self.lam2)
         if self.solver == "dual":
             init = None
             if (self.warm_start and getattr(self, "dual_coef_", None) is not None
