@@ -350,7 +350,7 @@ def test_predict_malformed_input_one_line_error(fitted_1d, tmp_path):
     not_model = tmp_path / "junk.npz"
     np.savez(not_model, a=np.zeros(2))
     cases = [
-        ([str(tmp_path / "missing.npz"), ok], "cannot read psdsos model file"),
+        ([str(tmp_path / "missing.npz"), ok], "no psdsos model file"),
         ([str(not_model), ok], "not a psdsos model file"),
         ([model, str(tmp_path / "missing.csv")], "cannot read"),
         ([model, no_x], "no feature column 'x'"),
