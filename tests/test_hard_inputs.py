@@ -46,6 +46,14 @@ def test_complex_targets_refused(where):
         est.fit(X, Mc) if where == "fit" else est.score(X, Mc)
 
 
+@pytest.mark.parametrize("M", [np.arange(8.0) + 1j, ["a"] * 8])
+def test_scalar_targets_complex_or_text_refused(M):
+    # 1-D complex targets were once cast to float (imaginary part dropped)
+    X = np.linspace(0.0, 1.0, 8)[:, None]
+    with pytest.raises(ValueError, match="M must"):
+        PSDRegressor(sigma=0.3).fit(X, M)
+
+
 @pytest.mark.parametrize("c", [1e160, 1e-160])
 def test_extreme_target_magnitudes_fitted_like_unit_ones(c):
     # M x 1e160 once predicted 0 with objective inf

@@ -168,8 +168,7 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         M_arr = np.asarray(M) if not hasattr(M, "shape") else M
         if getattr(M_arr, "ndim", None) == 1:
             # scalar targets: the non-negative model with d = 1 (Marteau-Ferey et al., 2020)
-            Mr = check_psd_targets(np.asarray(M_arr, dtype=np.float64).reshape(-1, 1, 1), "M",
-                                   n_samples=n)
+            Mr = check_psd_targets(np.reshape(M_arr, (-1, 1, 1)), "M", n_samples=n)
             return Mr, True
         return check_psd_targets(M_arr, "M", n_samples=n), False
 
