@@ -12,6 +12,8 @@ PSD paper's Example 1, eq. (15)), with values, gradients and Hessians in the fir
 
 from psdsos.kernels._kernels import (
     KERNELS,
+    SIGMA_MAX,
+    SIGMA_MIN,
     ExponentialKernel,
     GaussianKernel,
     Kernel,
@@ -27,5 +29,7 @@ __all__ = [
     "Matern32Kernel",
     "Matern52Kernel",
     "KERNELS",
+    "SIGMA_MIN",
+    "SIGMA_MAX",
     "get_kernel",
 ]

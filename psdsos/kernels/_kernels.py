@@ -46,6 +46,8 @@ __all__ = [
     "Matern32Kernel",
     "Matern52Kernel",
     "KERNELS",
+    "SIGMA_MIN",
+    "SIGMA_MAX",
     "get_kernel",
 ]
 
