@@ -12,8 +12,6 @@ PSD paper's Example 1, eq. (15)), with values, gradients and Hessians in the fir
 
 from psdsos.kernels._kernels import (
     KERNELS,
-    SIGMA_MAX,
-    SIGMA_MIN,
     ExponentialKernel,
     GaussianKernel,
     Kernel,
@@ -29,7 +27,5 @@ __all__ = [
     "Matern32Kernel",
     "Matern52Kernel",
     "KERNELS",
-    "SIGMA_MIN",
-    "SIGMA_MAX",
     "get_kernel",
 ]

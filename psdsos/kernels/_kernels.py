@@ -46,8 +46,6 @@ __all__ = [
     "Matern32Kernel",
     "Matern52Kernel",
     "KERNELS",
-    "SIGMA_MIN",
-    "SIGMA_MAX",
     "get_kernel",
 ]
 
