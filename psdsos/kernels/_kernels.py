@@ -115,9 +115,9 @@ class Kernel:
     Parameters
     ----------
     sigma : float, default=1.0
-        Bandwidth :math:`\\sigma`, in ``[1e-75, 1e75]`` (:data:`SIGMA_MIN`,
-        :data:`SIGMA_MAX`: the derivatives scale like :math:`\\sigma^{-4}`, which must stay
-        a finite float); outside it ``ValueError`` names ``sigma``.
+        Bandwidth :math:`\\sigma`, in ``[1e-75, 1e75]`` (the derivatives scale like
+        :math:`\\sigma^{-4}`, which must stay a finite float); outside it ``ValueError``
+        names ``sigma``.
 
     Attributes
     ----------
