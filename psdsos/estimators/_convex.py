@@ -402,7 +402,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
                             "constraint_residual_": self.constraint_residual_,
                             "kernel": self.kernel_.name, "sigma": float(self.kernel_.sigma)}}
         if metadata:
-            reserved = {"type", "params", "fitted", "format_version", "library"}
+            reserved = {"type", "params", "fitted", "format_version", "library", "array_shapes"}
             clash = reserved.intersection(metadata)
             if clash:
                 raise ValueError(f"metadata must not use the reserved keys {sorted(clash)}")
