@@ -20,6 +20,15 @@ __all__ = [
 ]
 
 
+def _check_real(A, name):
+    """Refuse complex input: converting it to float would drop the imaginary part."""
+    if np.iscomplexobj(A):
+        raise ValueError(
+            f"{name} must hold real numbers, got a complex array (its imaginary part would be "
+            "dropped); pass the real part explicitly if that is what you mean"
+        )
+
+
 def check_array_2d(X, name="X", *, min_samples=1, allow_1d=False, dtype=np.float64):
     """Return ``X`` as a finite float array of shape (n_samples, n_features).
 
@@ -34,6 +43,7 @@ def check_array_2d(X, name="X", *, min_samples=1, allow_1d=False, dtype=np.float
     allow_1d : bool
         If True, a 1-D array is read as one feature per sample (shape (n, 1)).
     """
+    _check_real(X, name)
     try:
         A = np.asarray(X, dtype=dtype)
     except (TypeError, ValueError) as exc:
@@ -57,9 +67,11 @@ def check_psd_targets(M, name="M", *, n_samples=None, rtol=1e-8):
     """Return ``M`` as a finite, symmetric float array of shape (n_samples, d, d).
 
     Symmetric indefinite targets are accepted (noisy measurements of PSD matrices).
-    Symmetry is checked to relative tolerance ``rtol`` of the largest entry and the exact
-    symmetric part is returned.
+    Symmetry is checked to relative tolerance ``rtol`` of the largest entry (whatever its
+    magnitude) and the exact symmetric part is returned.  Complex input is refused (its
+    imaginary part would be dropped silently by a float conversion).
     """
+    _check_real(M, name)
     try:
         A = np.asarray(M, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -72,13 +84,17 @@ def check_psd_targets(M, name="M", *, n_samples=None, rtol=1e-8):
         )
     if not np.all(np.isfinite(A)):
         raise ValueError(f"{name} contains NaN or infinite values")
-    scale = max(1.0, float(np.abs(A).max()) if A.size else 1.0)
-    asym = float(np.abs(A - np.swapaxes(A, 1, 2)).max()) if A.size else 0.0
+    # relative to the largest entry (targets of any magnitude); halves first, so that
+    # entries near the float range do not overflow
+    At = np.swapaxes(A, 1, 2)
+    scale = float(np.abs(A).max()) if A.size else 0.0
+    asym = float(np.abs(0.5 * A - 0.5 * At).max()) * 2.0 if A.size else 0.0
     if asym > rtol * scale:
         raise ValueError(
-            f"{name} must hold symmetric matrices; largest asymmetry |M - M^T| = {asym:.3g}"
+            f"{name} must hold symmetric matrices; largest asymmetry |M - M^T| = {asym:.3g} "
+            f"(largest entry {scale:.3g})"
         )
-    return 0.5 * (A + np.swapaxes(A, 1, 2))
+    return 0.5 * A + 0.5 * At
 
 
 def check_scalar(value, name, *, lower=None, upper=None, lower_inclusive=True,
@@ -132,3 +148,150 @@ def check_random_state(random_state):
     raise ValueError(
         f"random_state must be None, a non-negative int or a numpy Generator, got {random_state!r}"
     )
+
+
+# ---- saved model files: arrays and metadata checked against a schema --------------------
+def _shape_text(shape):
+    return "(" + ", ".join("..." if s is Ellipsis else str(s) for s in shape) + ")"
+
+
+def check_saved_arrays(arrays, spec, *, symbols=None, source="the model file",
+                       any_dtype=()):
+    """Check the arrays of a saved model against a schema; return the bound dimensions.
+
+    Parameters
+    ----------
+    arrays : dict of str to ndarray
+        The arrays read from the file.
+    spec : dict of str to tuple
+        Required arrays (a name ending in ``"?"`` is optional) and their shapes.  A shape
+        entry is an int, a dimension name (bound by the first array that uses it, then
+        checked against every other use), a product of names ``"r*d"`` (one factor may be
+        unbound: it is bound by division), ``None`` (any size) or ``...`` (any trailing
+        dimensions).
+    symbols : dict of str to int, optional
+        Dimensions known beforehand (e.g. from the metadata), with where they came from in
+        ``symbols["_from"]`` if given.
+    source : str
+        Used in messages.
+    any_dtype : iterable of str
+        Arrays that may hold non-numeric values (labels); the others must be numbers.  Every
+        float array must be finite.
+
+    Raises
+    ------
+    ValueError
+        Naming the array: missing, non-numeric, NaN or infinite, or of a shape that does not
+        match the schema and the other arrays.
+    """
+    bound = dict(symbols or {})
+    origin = dict(bound.pop("_from", {}))
+    for k in bound:
+        origin.setdefault(k, "the metadata")
+    for spec_name, shape in spec.items():
+        name = spec_name.rstrip("?")
+        if name not in arrays:
+            if spec_name.endswith("?"):
+                continue
+            raise ValueError(f"{source} has no array {name!r} (a required entry is missing)")
+        A = arrays[name]
+        if name not in any_dtype and A.dtype.kind not in "fiub":
+            raise ValueError(
+                f"array {name!r} in {source} must hold numbers, got dtype {A.dtype}")
+        fixed = [s for s in shape if s is not Ellipsis]
+        if (Ellipsis in shape and A.ndim < len(fixed)) or (
+                Ellipsis not in shape and A.ndim != len(shape)):
+            raise ValueError(
+                f"array {name!r} in {source} must have shape {_shape_text(shape)}, got shape "
+                f"{A.shape}")
+        for dim, size in zip(fixed, A.shape, strict=False):
+            if dim is None:
+                continue
+            if isinstance(dim, int):
+                if size != dim:
+                    raise ValueError(
+                        f"array {name!r} in {source} must have shape {_shape_text(shape)}, "
+                        f"got shape {A.shape}")
+                continue
+            factors = dim.split("*")
+            unbound = [f for f in factors if f not in bound]
+            known = int(np.prod([bound[f] for f in factors if f in bound]))
+            if not unbound:
+                if size != known:
+                    where = ", ".join(f"{f} = {bound[f]} (from {origin[f]})" for f in factors)
+                    raise ValueError(
+                        f"array {name!r} in {source} has shape {A.shape}, which does not "
+                        f"match {_shape_text(shape)} with {where}")
+            elif len(unbound) == 1 and known > 0 and size % known == 0:
+                bound[unbound[0]] = size // known
+                origin[unbound[0]] = f"array {name!r}"
+            else:
+                raise ValueError(
+                    f"array {name!r} in {source} has shape {A.shape}, which does not match "
+                    f"{_shape_text(shape)}")
+        if A.dtype.kind == "f" and not np.all(np.isfinite(A)):
+            raise ValueError(f"array {name!r} in {source} contains NaN or infinite values")
+    return bound
+
+
+def _meta_kind_ok(value, kind):
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if kind == "real":  # finite
+        return real and bool(np.isfinite(value))
+    if kind == "real*":  # NaN / inf allowed (a duality gap NaN for the primal, ...)
+        return real
+    if kind == "int":  # >= 0
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0
+    if kind == "posint":
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "dict":
+        return isinstance(value, dict)
+    if kind == "list":
+        return isinstance(value, list)
+    if kind == "any":
+        return True
+    if isinstance(kind, tuple):  # alternatives
+        return any(_meta_kind_ok(value, k) for k in kind)
+    raise AssertionError(f"unknown metadata kind {kind!r}")  # pragma: no cover
+
+
+_KIND_TEXT = {"real": "a finite real number", "real*": "a real number",
+              "int": "a non-negative integer", "posint": "a positive integer",
+              "bool": "true or false", "str": "a string", "dict": "a JSON object",
+              "list": "a JSON list", "any": "anything", None: "null"}
+
+
+def check_saved_meta(meta, spec, *, source="the model file", prefix=""):
+    """Check a saved model's JSON metadata against ``spec`` (nested dicts of kinds).
+
+    Kinds: ``"real"`` (finite), ``"real*"`` (NaN / inf allowed), ``"int"`` (>= 0),
+    ``"posint"``, ``"bool"``, ``"str"``, ``"dict"``, ``"list"``, ``"any"``, ``None`` (null), a
+    tuple of alternatives, or a nested spec dict (a JSON object checked recursively).  A key
+    ending in ``"?"`` is optional.  Raises ValueError naming the entry.
+    """
+    if not isinstance(meta, dict):
+        what = f"metadata entry {prefix[:-1]!r}" if prefix else "the metadata"
+        raise ValueError(f"{what} of {source} must be a JSON object, got "
+                         f"{type(meta).__name__}")
+    for spec_key, kind in spec.items():
+        key = spec_key.rstrip("?")
+        path = prefix + key
+        if key not in meta:
+            if spec_key.endswith("?"):
+                continue
+            raise ValueError(f"{source} has no metadata entry {path!r} (a required entry is "
+                             "missing)")
+        value = meta[key]
+        if isinstance(kind, dict):
+            check_saved_meta(value, kind, source=source, prefix=path + ".")
+            continue
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        ok = any(value is None if k is None else _meta_kind_ok(value, k) for k in kinds)
+        if not ok:
+            expected = " or ".join(_KIND_TEXT.get(k, repr(k)) for k in kinds)
+            raise ValueError(f"metadata entry {path!r} of {source} must be {expected}, got "
+                             f"{value!r}")

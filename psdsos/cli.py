@@ -435,6 +435,24 @@ class _CSVTable:
         return out
 
 
+#: Delimiters recognised in a header read as one column: (character, how to pass it).
+_OTHER_DELIMITERS = ((";", "';'"), ("\t", "tab"), ("|", "'|'"), (",", "','"))
+
+
+def _check_delimiter(path, header, delimiter):
+    """Refuse a one-column header that another common delimiter splits into columns."""
+    if len(header) != 1:
+        return
+    for char, shown in _OTHER_DELIMITERS:
+        if char != delimiter and len(header[0].split(char)) > 1:
+            raise ValueError(
+                f"{path}: the header {header[0]!r} is one column with the delimiter "
+                f"{delimiter!r}, but {char!r} separates it into "
+                f"{len(header[0].split(char))}: the file looks {shown}-separated; read it "
+                f"with --delimiter {shown}"
+            )
+
+
 def _read_csv(path, delimiter):
     """Read a CSV file with a header row; rows whose cells are all blank are skipped."""
     header, rows, lines = None, [], []
@@ -448,6 +466,7 @@ def _read_csv(path, delimiter):
                         continue
                     if header is None:
                         header = cells
+                        _check_delimiter(path, header, delimiter)
                         continue
                     if len(cells) != len(header):
                         raise ValueError(

@@ -350,7 +350,7 @@ def test_predict_malformed_input_one_line_error(fitted_1d, tmp_path):
     not_model = tmp_path / "junk.npz"
     np.savez(not_model, a=np.zeros(2))
     cases = [
-        ([str(tmp_path / "missing.npz"), ok], "cannot read psdsos model file"),
+        ([str(tmp_path / "missing.npz"), ok], "no psdsos model file"),
         ([str(not_model), ok], "not a psdsos model file"),
         ([model, str(tmp_path / "missing.csv")], "cannot read"),
         ([model, no_x], "no feature column 'x'"),
@@ -429,6 +429,32 @@ def test_delimiter_tab(tmp_path):
     code, out, err = _run(["convex-fit", str(path), "--target", "y", *FAST, "--delimiter", "tab"])
     assert code == 0, err
     assert _fields(out)["data"].startswith("n = 20 rows, features: x;")
+
+
+@pytest.mark.parametrize("sep, hint", [(";", "--delimiter ';'"), ("\t", "--delimiter tab"),
+                                       ("|", "--delimiter '|'")])
+@pytest.mark.parametrize("command", ["convex-fit", "convex-predict"])
+def test_other_delimiter_hints_at_the_option(tmp_path, fitted_1d, sep, hint, command):
+    # a semicolon CSV (decimal commas, as written by European spreadsheets) read with the
+    # default ',' once failed on its first data row without a word about --delimiter
+    path = tmp_path / "semi.csv"
+    body = "".join(f"{k},5{sep}{k + 1},25\n" for k in range(20))
+    path.write_text(f"x{sep}y\n" + body, encoding="utf-8")
+    if command == "convex-fit":
+        argv = ["convex-fit", str(path), "--target", "y", *FAST]
+    else:
+        argv = ["convex-predict", str(fitted_1d["model"]), str(path)]
+    code, out, err = _run(argv)
+    lines = err.strip().splitlines()
+    assert code == 1, (out, err)
+    assert len(lines) == 1 and lines[0].startswith("psdsos: error: "), err
+    assert hint in lines[0] and "looks" in lines[0]
+    # with the delimiter given, the same file is read
+    if command == "convex-fit" and sep == ";":
+        path.write_text(f"x{sep}y\n" + body.replace(",", "."), encoding="utf-8")
+        code, out, err = _run(["convex-fit", str(path), "--target", "y", *FAST,
+                               "--delimiter", sep])
+        assert code == 0, err
 
 
 # ------------------------------------------------------------------------------------------

@@ -128,6 +128,8 @@ BAD_DATA = [
     ("M-1d-too-short", lambda X, M: (X, M[:-1, 0, 0]), "X and M have different numbers of samples"),
     ("X-too-short", lambda X, M: (X[:-2], M), "X and M have different numbers of samples"),
     ("M-strings", lambda X, M: (X, np.full(M.shape, "a")), "M must be a numeric array"),
+    ("M-complex", lambda X, M: (X, M + 1e-3j * M), "M must hold real numbers"),
+    ("M-complex-zero-imag", lambda X, M: (X, M.astype(complex)), "M must hold real numbers"),
 ]
 
 
@@ -430,6 +432,92 @@ def test_score_is_r2(rng):
     est1 = PSDRegressor(sigma=0.3).fit(X, y)
     assert est1.score(X, y) == pytest.approx(r2_score(y, est1.predict(X)), rel=1e-12)
     assert est1.score(X, est1.predict(X)) == 1.0
+
+
+BAD_SCORE_M = [
+    ("flat", lambda M: M.reshape(len(M), -1), r"M must have shape \(n_samples, d, d\)"),
+    ("same-size-other-shape", lambda M: M.reshape(2, 4, 4), "different numbers of samples"),
+    ("wrong-d", lambda M: np.tile(M, (1, 2, 2)), r"M must have shape \(n_samples, 2, 2\)"),
+    ("nan", lambda M: np.where(np.arange(M.size).reshape(M.shape) == 3, np.nan, M),
+     "M contains NaN"),
+    ("complex", lambda M: M + 0j, "M must hold real numbers"),
+    ("too-short", lambda M: M[:-1], "different numbers of samples"),
+]
+
+
+@pytest.mark.parametrize("label, corrupt, match", BAD_SCORE_M, ids=[b[0] for b in BAD_SCORE_M])
+def test_score_validates_M(rng, label, corrupt, match):
+    # score once reshaped any M with the right number of entries and scored NaN silently
+    X, M = psd_curve(rng, n=8, d=2)
+    est = PSDRegressor(sigma=0.3).fit(X, M)
+    with pytest.raises(ValueError, match=match):
+        est.score(X, corrupt(M))
+
+
+# ---------------------------------------------------------------------------------------
+# scale: targets of any magnitude (J(c B; c M, c lam1) = c^2 J(B; M, lam1))
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("solver", ["dual", "primal"])
+@pytest.mark.parametrize("lam1", [0.0, 1e-2])
+@pytest.mark.parametrize("c", [1e160, 1e-160, 2.0**-500])
+def test_fit_is_scale_equivariant(rng, solver, lam1, c):
+    # targets whose squares overflow once predicted 0 with objective inf
+    X, M = psd_curve(rng, n=8, d=2)
+    kw = dict(sigma=0.3, lam2=1e-2, solver=solver, primal_solver="CLARABEL", tol=1e-10)
+    ref = PSDRegressor(lam1=lam1, **kw).fit(X, M)
+    est = PSDRegressor(lam1=lam1 * c, **kw).fit(X, c * M)
+    # power-of-two c: the solver sees bit-identical data; otherwise M / 2^e differs from the
+    # reference's in the last bit and the answers agree to the solver's tolerance
+    # (strong convexity lam2 = 1e-2: ||B - B*|| <= sqrt(2 gap / lam2))
+    exact = np.frexp(c)[0] == 0.5
+    rtol = 1e-12 if exact else (1e-9 if solver == "dual" else 1e-4)
+    scale_B = np.abs(ref.B_).max()
+    np.testing.assert_allclose(est.B_ / c, ref.B_, rtol=0, atol=rtol * scale_B)
+    P, P_ref = est.predict(X), ref.predict(X)
+    assert np.all(np.isfinite(P)) and np.abs(P).max() > 0
+    np.testing.assert_allclose(P / c, P_ref, rtol=0, atol=rtol * np.abs(P_ref).max())
+    if solver == "dual":
+        np.testing.assert_allclose(est.dual_coef_ / c, ref.dual_coef_, rtol=0,
+                                   atol=rtol * np.abs(ref.dual_coef_).max())
+        assert est.dual_gap_ <= kw["tol"]
+    assert est.score(X, c * M) == pytest.approx(ref.score(X, M), abs=rtol)
+    if 1e-150 < c < 1e150:
+        assert est.objective_ / c / c == pytest.approx(ref.objective_, rel=max(rtol, 1e-12))
+    else:  # J itself is beyond the float range: inf above, (sub)normal-or-zero below
+        assert est.objective_ == (np.inf if c > 1 else pytest.approx(0.0, abs=1e-300))
+
+
+@pytest.mark.parametrize("lam1, c", [(1e10, 1e-300), (1e300, 1e-10), (10.0, 1.0)])
+def test_large_lam1_gives_zero_exactly(rng, lam1, c):
+    # lam1 >= lambda_max((1/n) sum Psi_i M_i Psi_i^T) makes B = 0 optimal (KKT at B = 0);
+    # lam1 / 2^e once overflowed to inf (LinAlgError, NaN in the primal)
+    X, M = psd_curve(rng, n=8, d=2)
+    est = PSDRegressor(sigma=0.3, lam1=lam1).fit(X, c * M)
+    assert np.all(est.B_ == 0) and np.all(est.predict(X) == 0)
+    J0 = 0.5 * np.mean(np.sum(M**2, axis=(1, 2)))  # J(0) at c = 1
+    if c > 1e-150:
+        assert est.objective_ / c / c == pytest.approx(J0, rel=1e-12)
+    else:  # c^2 J0 is below the float range
+        assert est.objective_ == 0.0
+
+
+@pytest.mark.parametrize("c", [1e-160, 1.0, 1e160])
+def test_asymmetry_is_relative_to_the_targets(rng, c):
+    # symmetry was once checked against max(1, max|M|): tiny asymmetric targets passed
+    X, M = psd_curve(rng, n=8, d=2)
+    M = M.copy()
+    M[0, 0, 1] += 1e-4 * np.abs(M).max()
+    with pytest.raises(ValueError, match="M must hold symmetric matrices"):
+        PSDRegressor(sigma=0.3).fit(X, c * M)
+
+
+@pytest.mark.parametrize("c", [1e100, 1e-100])
+def test_objective_scales_with_the_targets(rng, c):
+    X, M = psd_curve(rng, n=8, d=2)
+    kw = dict(sigma=0.3, lam2=1e-2, tol=1e-10)
+    ref = PSDRegressor(lam1=1e-2, **kw).fit(X, M)
+    est = PSDRegressor(lam1=1e-2 * c, **kw).fit(X, c * M)
+    assert est.objective_ / c / c == pytest.approx(ref.objective_, rel=1e-9)
 
 
 # ---------------------------------------------------------------------------------------

@@ -600,7 +600,7 @@ def test_load_rejects_foreign_files(rng, tmp_path):
     save_npz(p, {"B": np.eye(2)}, {"type": "PSDModel", "d": 1, "features": {"class": "os.system"}})
     with pytest.raises(ValueError, match="unknown feature class"):
         psdsos.load(p)
-    with pytest.raises(ValueError, match="cannot read"):
+    with pytest.raises(FileNotFoundError, match="no psdsos model file"):
         psdsos.load(tmp_path / "missing.npz")
     text = tmp_path / "text.npz"
     text.write_text("hello")

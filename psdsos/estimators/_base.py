@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 
+from psdsos._validation import check_saved_arrays, check_saved_meta
 from psdsos.kernels import KERNELS, Kernel
 from psdsos.sos import load_npz, save_npz
 
@@ -111,6 +113,12 @@ def register_loadable(cls):
 def load(path):
     """Load a model saved with ``estimator.save(path)`` (.npz + JSON, no pickle).
 
+    The file is checked before anything is built: its metadata against the estimator's
+    schema (``_SAVED_META``), its constructor parameters against the estimator's own
+    ``_parameter_constraints`` (an unknown parameter name is refused too), and its arrays
+    against the array schema (``_saved_arrays``): every required array present, finite, and
+    of shapes consistent with each other and with the metadata.
+
     Parameters
     ----------
     path : str or path-like
@@ -118,22 +126,77 @@ def load(path):
     Returns
     -------
     The fitted estimator (or PSDModel) stored in the file.
+
+    Raises
+    ------
+    FileNotFoundError
+        If there is no file at ``path`` (nor at ``path + ".npz"``).
+    ValueError
+        If the file is not a valid psdsos model file; the message names the entry (array,
+        metadata entry or parameter) at fault.
     """
     arrays, meta = load_npz(path)
-    typ = meta.get("type")
+    source = repr(os.fspath(path))
+    typ = meta["type"]
     if typ == "PSDModel":
         from psdsos.sos import PSDModel
 
-        return PSDModel.from_arrays(arrays, meta)
+        return PSDModel.from_arrays(arrays, meta, source=source)
     cls = _LOADABLE.get(typ)
     if cls is None:
-        raise ValueError(f"{path!r} holds an unknown model type {typ!r}")
-    return cls._from_saved(arrays, meta)
+        raise ValueError(f"{source} holds an unknown model type {typ!r} (expected one of "
+                         f"{sorted(['PSDModel', *_LOADABLE])})")
+    check_saved_meta(meta, {"params": "dict", **cls._SAVED_META}, source=source)
+    meta["params"] = _saved_params(cls, meta["params"], arrays, source)
+    spec, symbols = cls._saved_arrays(meta, source=source)
+    check_saved_arrays(arrays, spec, symbols=symbols, source=source,
+                       any_dtype=getattr(cls, "_SAVED_ANY_DTYPE", ()))
+    try:
+        return cls._from_saved(arrays, meta)
+    except (KeyError, TypeError, IndexError) as exc:  # a schema gap: still a ValueError
+        raise ValueError(f"{source} is not a valid {typ} file: {type(exc).__name__} {exc}"
+                         ) from None
+
+
+#: Prefix of the arrays that hold array-valued constructor parameters.
+_PARAM_ARRAY = "param_"
+
+
+def _saved_params(cls, params, arrays, source):
+    """The constructor parameters of a saved estimator, validated like ``fit`` does."""
+    names = cls._get_param_names()
+    unknown = sorted(set(params) - set(names))
+    if unknown:
+        raise ValueError(f"{source}: unknown parameter(s) {unknown} for {cls.__name__} "
+                         f"(its parameters are {names})")
+    params = dict(params)
+    for name in names:
+        key = _PARAM_ARRAY + name
+        if params.get(name) == {"array": key}:
+            if key not in arrays:
+                raise ValueError(f"{source} has no array {key!r} (a required entry is "
+                                 f"missing: the parameter {name})")
+            A = arrays[key]
+            if A.dtype.kind not in "fiu" or not np.all(np.isfinite(A)):
+                raise ValueError(f"array {key!r} in {source} (the parameter {name}) is not "
+                                 "numeric or contains NaN or infinite values")
+            params[name] = A.astype(np.float64)
+    try:
+        validate_params(cls(**params))
+    except ValueError as exc:
+        raise ValueError(f"{source} holds an invalid parameter: {exc}") from None
+    return params
 
 
 def save_estimator(estimator, path, arrays, extra_meta):
-    """Write a fitted estimator: its constructor params (JSON-able only) plus arrays."""
+    """Write a fitted estimator: its constructor params (JSON-able) plus arrays.
+
+    An array-valued parameter (e.g. ConvexRegressor's ``constraint_points``) is stored as
+    the array ``param_<name>`` (its JSON entry is ``{"array": "param_<name>"}``) and
+    restored by :func:`load`.
+    """
     params = {}
+    arrays = dict(arrays)
     kernel_sigma = None
     for k, v in estimator.get_params(deep=False).items():
         if isinstance(v, Kernel):
@@ -146,7 +209,10 @@ def save_estimator(estimator, path, arrays, extra_meta):
             v = v.name
         if isinstance(v, np.random.Generator):
             v = None
-        if isinstance(v, (np.integer, np.floating)):
+        if isinstance(v, np.ndarray) and v.ndim > 0:
+            arrays[_PARAM_ARRAY + k] = np.asarray(v, dtype=np.float64)
+            v = {"array": _PARAM_ARRAY + k}
+        if isinstance(v, (np.integer, np.floating, np.bool_, np.ndarray)):
             v = v.item()
         params[k] = v
     if kernel_sigma is not None:

@@ -488,6 +488,19 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
         }
         save_estimator(self, path, arrays, extra)
 
+    #: Saved metadata (checked by psdsos.load before _from_saved).
+    _SAVED_META = {
+        "fitted": {"objective_": "real*", "n_rounds_": "int", "n_constraints_": "int",
+                   "max_violation_": "real*", "n_features_in_": "posint"},
+    }
+
+    @classmethod
+    def _saved_arrays(cls, meta, *, source="the model file"):
+        """Schema of the saved arrays: n fitted points in p = n_features_in_ dimensions."""
+        spec = {"X_fit": ("n", "p"), "theta": ("n",), "zeta": ("n", "p")}
+        p = meta["fitted"]["n_features_in_"]
+        return spec, {"p": p, "_from": {"p": "metadata entry 'fitted.n_features_in_'"}}
+
     @classmethod
     def _from_saved(cls, arrays, meta):
         est = cls(**meta["params"])

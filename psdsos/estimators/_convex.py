@@ -402,15 +402,42 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
                             "constraint_residual_": self.constraint_residual_,
                             "kernel": self.kernel_.name, "sigma": float(self.kernel_.sigma)}}
         if metadata:
-            reserved = {"type", "params", "fitted", "format_version", "library"}
+            reserved = {"type", "params", "fitted", "format_version", "library", "array_shapes"}
             clash = reserved.intersection(metadata)
             if clash:
                 raise ValueError(f"metadata must not use the reserved keys {sorted(clash)}")
             extra.update(metadata)
-        est = self
         if cp_ is not None and not isinstance(cp_, (numbers.Integral, str)):
-            est = self.__class__(**{**self.get_params(deep=False), "constraint_points": None})
+            # an array of constraint points is saved as the array "param_constraint_points"
+            est = self.__class__(**{**self.get_params(deep=False),
+                                    "constraint_points": np.asarray(cp_, dtype=np.float64)})
+        else:
+            est = self
         save_estimator(est, path, arrays, extra)
+
+    #: Saved metadata (checked by psdsos.load before _from_saved).
+    _SAVED_META = {
+        "fitted": {"intercept_": "real", "objective_": "real*", "n_iter_": "int",
+                   "dual_gap_": "real*", "constraint_residual_": "real*", "kernel": "str",
+                   "sigma": "real"},
+    }
+
+    @classmethod
+    def _saved_arrays(cls, meta, *, source="the model file"):
+        """Schema of the saved arrays: n points, p features, m constraint points, B of size
+        r p (r feature components)."""
+        spec = {"X_fit": ("n", "p"), "alpha": ("n",), "coef": ("p",),
+                "constraint_points": ("m", "p"), "B": ("r*p", "r*p"), "gamma": ("m", "p", "p"),
+                "param_constraint_points?": ("m", "p")}
+        params = meta["params"]
+        if params.get("representation") != "exact":
+            spec.pop("gamma")
+        cp_ = params.get("constraint_points")
+        if isinstance(cp_, str) and cp_ == "train":
+            spec["constraint_points"] = ("n", "p")
+        elif isinstance(cp_, int):
+            return spec, {"m": cp_, "_from": {"m": "the parameter constraint_points"}}
+        return spec, {}
 
     @classmethod
     def _from_saved(cls, arrays, meta):

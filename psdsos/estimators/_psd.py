@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import UndefinedMetricWarning
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from psdsos._validation import check_psd_targets
 from psdsos.estimators._base import (
@@ -28,6 +28,24 @@ from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_primal
 from psdsos.sos import PSDLeastSquares, PSDModel, project_psd
 
 __all__ = ["PSDRegressor"]
+
+
+def _target_exponent(M):
+    """Exponent e with 2^(e-1) <= max|M| < 2^e (0 for M = 0): the fit runs on M / 2^e."""
+    top = float(np.abs(M).max()) if M.size else 0.0
+    return int(np.frexp(top)[1]) if top > 0 else 0
+
+
+def _scaled_lam1(lam1, e, Phi, d):
+    """lam1 / 2^e for the problem at the unit scale (|M / 2^e| <= 1), capped where B = 0.
+
+    At B = 0 the optimality condition of eq. (11) is lam1 I >= (1/n) sum_i Psi_i M_i Psi_i^T,
+    whose largest eigenvalue is at most d max_i ||phi_i||^2 when |M_ij| <= 1: any lam1 above
+    that gives B = 0, so capping it there changes nothing and keeps it finite.
+    """
+    cap = 2.0 * d * max(1.0, float(np.max(np.sum(Phi * Phi, axis=1))))
+    with np.errstate(over="ignore"):
+        return float(min(np.ldexp(float(lam1), -e), cap))
 
 
 @register_loadable
@@ -81,7 +99,12 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
     features_ : ExactFeatures or NystromFeatures
     kernel_ : Kernel
     objective_ : float
-        J(B_) evaluated in numpy (comparable across solvers).
+        J(B_) evaluated in numpy (comparable across solvers).  The fit runs on the targets
+        divided by a power of two near their largest magnitude, with lam1 multiplied by it
+        (J is equivariant: :math:`J(c\mathbf B'; \mathbf M, \lambda_1) =
+        c^2 J(\mathbf B'; \mathbf M / c, \lambda_1 / c)`), so targets of any magnitude are
+        fitted alike; only ``objective_`` itself can leave the float range (``inf`` for
+        targets beyond about 1e154, subnormal below about 1e-154).
     n_iter_ : int
     dual_gap_ : float
         Relative duality gap at the solution (dual solver; NaN for the primal).
@@ -145,8 +168,7 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         M_arr = np.asarray(M) if not hasattr(M, "shape") else M
         if getattr(M_arr, "ndim", None) == 1:
             # scalar targets: the non-negative model with d = 1 (Marteau-Ferey et al., 2020)
-            Mr = check_psd_targets(np.asarray(M_arr, dtype=np.float64).reshape(-1, 1, 1), "M",
-                                   n_samples=n)
+            Mr = check_psd_targets(np.reshape(M_arr, (-1, 1, 1)), "M", n_samples=n)
             return Mr, True
         return check_psd_targets(M_arr, "M", n_samples=n), False
 
@@ -186,16 +208,21 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
                                        landmarks=self.landmarks,
                                        random_state=self.random_state).fit(X)
         Phi = features.transform(X)
-        problem = PSDLeastSquares(Phi, M, self.lam1, self.lam2)
+        # The fit is equivariant: J(c B'; M, lam1) = c^2 J'(B'; M / c, lam1 / c).  Solve at the
+        # unit scale c = 2^e ~ max|M| (exact in floating point) and map back, so that targets
+        # whose squares overflow or underflow are fitted like any others.
+        e = _target_exponent(M)
+        problem = PSDLeastSquares(Phi, np.ldexp(M, -e), _scaled_lam1(self.lam1, e, Phi, d),
+                                  self.lam2)
         if self.solver == "dual":
             init = None
             if (self.warm_start and getattr(self, "dual_coef_", None) is not None
                     and self.dual_coef_.shape == M.shape):
-                init = self.dual_coef_
+                init = np.ldexp(self.dual_coef_, -e)
             res = solve_dual(problem, tol=self.tol, max_iter=self.max_iter, init=init,
                              verbose=self.verbose)
             B = res.B
-            self.dual_coef_ = res.G
+            self.dual_coef_ = np.ldexp(res.G, e)
             self.dual_gap_ = float(res.dual_gap)
             self.n_iter_ = int(res.n_iter)
         else:
@@ -208,9 +235,11 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
             self.n_iter_ = int(res.n_iter)
         self.kernel_ = kernel
         self.features_ = features
-        self.model_ = PSDModel(features, B, d)
+        self.model_ = PSDModel(features, np.ldexp(B, e), d)
         self.B_ = self.model_.B
-        self.objective_ = float(problem.objective(self.B_))
+        # J(B_) = 2^(2e) J'(B_ / 2^e); inf only when the objective itself exceeds the float range
+        with np.errstate(over="ignore", under="ignore"):
+            self.objective_ = float(np.ldexp(problem.objective(np.ldexp(self.B_, -e)), 2 * e))
         self.n_outputs_ = d
         self._scalar_targets = scalar
         return self
@@ -241,14 +270,23 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         so that GridSearchCV's default scoring works with 3-D targets.
         """
         check_is_fitted(self, "model_")
-        P = self.predict(X)
-        M = np.asarray(M, dtype=np.float64).reshape(P.shape)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        M, _ = self._validate_targets(M, X.shape[0])
+        if M.shape[1] != self.n_outputs_:
+            raise ValueError(
+                f"M must have shape (n_samples, {self.n_outputs_}, {self.n_outputs_}) like the "
+                f"training targets, got matrices of size {M.shape[1]}"
+            )
+        P = self.model_(X)
         if len(P) < 2:
             warnings.warn("R^2 is not defined for fewer than two samples; returning nan "
                           "(use a mean-squared-error scorer with leave-one-out)",
                           UndefinedMetricWarning, stacklevel=2)
             return float("nan")
-        w = np.ones(len(P)) if sample_weight is None else np.asarray(sample_weight, float)
+        w = _check_sample_weight(sample_weight, X)
+        # R^2 is scale-invariant: compute it at the unit scale so squares never overflow
+        e = max(_target_exponent(M), _target_exponent(P))
+        P, M = np.ldexp(P, -e), np.ldexp(M, -e)
         wb = w.reshape((-1,) + (1,) * (P.ndim - 1))
         num = float(np.sum(wb * (P - M) ** 2))
         mean = np.sum(wb * M, axis=0) / np.sum(w)
@@ -278,6 +316,24 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
             },
         }
         save_estimator(self, path, arrays, extra)
+
+    #: Saved metadata (checked by psdsos.load before _from_saved).
+    _SAVED_META = {
+        "model": PSDModel.SAVED_META,
+        "fitted": {"objective_": "real*", "n_iter_": "int", "dual_gap_": "real*",
+                   "n_features_in_": "posint", "scalar_targets": "bool"},
+    }
+
+    @classmethod
+    def _saved_arrays(cls, meta, *, source="the model file"):
+        """Schema of the saved arrays: those of PSDModel, with p = n_features_in_."""
+        spec, known = PSDModel.saved_array_spec(meta["model"], source=source)
+        known["p"] = meta["fitted"]["n_features_in_"]
+        known["_from"]["p"] = "metadata entry 'fitted.n_features_in_'"
+        if meta["fitted"]["scalar_targets"] and meta["model"]["d"] != 1:
+            raise ValueError(f"{source}: a model of scalar targets must have d = 1, got "
+                             f"metadata entry 'model.d' = {meta['model']['d']}")
+        return spec, known
 
     @classmethod
     def _from_saved(cls, arrays, meta):

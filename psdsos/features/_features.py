@@ -130,9 +130,20 @@ class _BaseFeatures:
         }
         return {"anchors": self.anchors_, "R": self.R_}, meta
 
+    #: Arrays of :meth:`to_arrays` and their shapes (r components, p input features).
+    SAVED_ARRAYS = {"anchors": ("r", "p"), "R": ("r", "r")}
+
     @classmethod
     def from_arrays(cls, arrays, meta):
-        """Inverse of :meth:`to_arrays`."""
+        """Inverse of :meth:`to_arrays` (ValueError naming a bad entry)."""
+        R = np.asarray(arrays["R"], dtype=np.float64)
+        if not np.all(np.diag(R) > 0):
+            raise ValueError("array 'R' (the Cholesky factor of the kernel matrix) must have a "
+                             "positive diagonal")
+        jitter = meta["jitter_"]
+        if not (isinstance(jitter, (int, float)) and np.isfinite(jitter) and jitter >= 0):
+            raise ValueError(f"metadata entry 'jitter_' must be a finite number >= 0, got "
+                             f"{jitter!r}")
         obj = cls.__new__(cls)
         obj.kernel = meta["kernel"]
         obj.sigma = meta["sigma"]

@@ -52,6 +52,27 @@ __all__ = [
 #: ``differentiability`` of the infinitely smooth Gaussian kernel (any large integer works).
 _SMOOTH = 1000
 
+#: Usable bandwidths: the derivatives scale like ``sigma**-4`` (:meth:`Kernel.hessian_hessian`)
+#: and the values like ``||x - y||**2 / sigma**2``; inside ``[SIGMA_MIN, SIGMA_MAX]`` both
+#: powers are finite, normal floats (``1e75**4 = 1e300``), outside they overflow or underflow.
+SIGMA_MIN, SIGMA_MAX = 1e-75, 1e75
+
+
+def check_sigma(sigma):
+    """Return ``sigma`` as a float in ``[SIGMA_MIN, SIGMA_MAX]`` or raise ValueError naming it.
+
+    A bandwidth outside this range is not representable by the kernel's derivative formulas
+    (``sigma**4`` or ``sigma**-4`` leaves the float range); rescale the inputs instead.
+    """
+    sigma = check_scalar(sigma, "sigma", lower=0.0, lower_inclusive=False)
+    if not SIGMA_MIN <= sigma <= SIGMA_MAX:
+        raise ValueError(
+            f"sigma (the kernel bandwidth) must be in [{SIGMA_MIN:g}, {SIGMA_MAX:g}], got "
+            f"{sigma!r}: the kernel's derivatives scale like sigma**-4, which leaves the "
+            "floating-point range outside it; rescale the inputs X instead"
+        )
+    return sigma
+
 
 def _check_pair(X, Y):
     """Validate ``X`` (n, p) and ``Y`` (m, p); ``Y=None`` means ``Y = X``."""
@@ -94,7 +115,9 @@ class Kernel:
     Parameters
     ----------
     sigma : float, default=1.0
-        Bandwidth :math:`\\sigma`, finite and > 0.
+        Bandwidth :math:`\\sigma`, in ``[1e-75, 1e75]`` (the derivatives scale like
+        :math:`\\sigma^{-4}`, which must stay a finite float); outside it ``ValueError``
+        names ``sigma``.
 
     Attributes
     ----------
@@ -123,7 +146,7 @@ class Kernel:
                 "Kernel is an abstract base class; use GaussianKernel, ExponentialKernel, "
                 "Matern32Kernel, Matern52Kernel or get_kernel(name, sigma)"
             )
-        self.sigma = check_scalar(sigma, "sigma", lower=0.0, lower_inclusive=False)
+        self.sigma = check_sigma(sigma)
 
     # ------------------------------------------------------------------ hooks
     def _kappa_from_sq(self, rho2):
@@ -670,7 +693,7 @@ def get_kernel(kernel, sigma=None):
         returned **unchanged** and ``sigma`` is then ignored (the instance carries its own
         bandwidth).
     sigma : float, default=None
-        Bandwidth, finite and > 0; required when ``kernel`` is a name.
+        Bandwidth in ``[1e-75, 1e75]``; required when ``kernel`` is a name.
 
     Returns
     -------
@@ -681,7 +704,7 @@ def get_kernel(kernel, sigma=None):
     ValueError
         If ``kernel`` is not one of the names above or a Kernel (the message names
         ``kernel`` and lists the choices), or if ``sigma`` is missing, not a real number,
-        not finite or not > 0 (the message names ``sigma``).
+        not in ``[1e-75, 1e75]`` (the message names ``sigma`` and the range).
 
     Examples
     --------

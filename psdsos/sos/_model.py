@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
+import zlib
 
 import numpy as np
 
-from psdsos._validation import check_array_2d
+from psdsos._validation import check_array_2d, check_saved_arrays, check_saved_meta
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.sos._maps import sos_evaluate
 
@@ -110,15 +112,56 @@ class PSDModel:
         arrays, fmeta = self.features.to_arrays()
         arrays = {f"features_{k}": v for k, v in arrays.items()}
         arrays["B"] = self.B
-        meta = {"d": self.d, "features": fmeta}
+        meta = {"d": self.d, "n_features_in": int(self.features.anchors_.shape[1]),
+                "features": fmeta}
         return arrays, meta
 
+    #: JSON metadata of a saved model (see :func:`psdsos._validation.check_saved_meta`).
+    SAVED_META = {"d": "posint", "n_features_in?": "posint",
+                  "features": {"class": "str", "kernel": "str", "sigma": "real",
+                               "jitter_": "real"}}
+
     @classmethod
-    def from_arrays(cls, arrays, meta):
+    def check_saved(cls, arrays, meta, *, source="the model file", symbols=None):
+        """Check a saved model's metadata and arrays (shapes against each other, finite).
+
+        Arrays: ``features_anchors`` (r, p), ``features_R`` (r, r), ``B`` (r d, r d).
+        Returns the dimensions {"r", "p", "d"}.  Raises ValueError naming the entry.
+        """
+        check_saved_meta(meta, {"features": {"class": "str"}}, source=source)
+        cls.saved_array_spec(meta, source=source)  # the feature class first
+        check_saved_meta(meta, cls.SAVED_META, source=source)
+        spec, known = cls.saved_array_spec(meta, source=source)
+        for k, v in (symbols or {}).items():
+            if k == "_from":
+                known["_from"].update(v)
+            else:
+                known[k] = v
+        return check_saved_arrays(arrays, spec, symbols=known, source=source)
+
+    @classmethod
+    def saved_array_spec(cls, meta, *, source="the model file"):
+        """(array schema, known dimensions) of a saved model whose metadata is ``meta``."""
+        fclass = meta["features"]["class"]
+        if fclass not in _FEATURE_CLASSES:
+            raise ValueError(f"unknown feature class in {source}: metadata entry "
+                             f"'features.class' must be one of {sorted(_FEATURE_CLASSES)}, "
+                             f"got {fclass!r}")
+        saved = _FEATURE_CLASSES[fclass].SAVED_ARRAYS
+        spec = {f"features_{k}": shape for k, shape in saved.items()}
+        spec["B"] = ("r*d", "r*d")
+        known = {"d": meta["d"], "_from": {"d": "metadata entry 'd'"}}
+        if "n_features_in" in meta:
+            known["p"] = meta["n_features_in"]
+            known["_from"]["p"] = "metadata entry 'n_features_in'"
+        return spec, known
+
+    @classmethod
+    def from_arrays(cls, arrays, meta, *, source="the model file"):
+        """Inverse of :meth:`to_arrays`, after :meth:`check_saved` (ValueError on bad input)."""
+        cls.check_saved(arrays, meta, source=source)
         fmeta = meta["features"]
-        fcls = _FEATURE_CLASSES.get(fmeta.get("class"))
-        if fcls is None:
-            raise ValueError(f"unknown feature class in model file: {fmeta.get('class')!r}")
+        fcls = _FEATURE_CLASSES[fmeta["class"]]
         farr = {k[len("features_"):]: v for k, v in arrays.items() if k.startswith("features_")}
         features = fcls.from_arrays(farr, fmeta)
         return cls(features, arrays["B"], meta["d"], _from_file=True)
@@ -133,30 +176,90 @@ class PSDModel:
         arrays, meta = load_npz(path)
         if meta.get("type") != "PSDModel":
             raise ValueError(f"{path} does not hold a PSDModel (type {meta.get('type')!r})")
-        return cls.from_arrays(arrays, meta)
+        return cls.from_arrays(arrays, meta, source=repr(os.fspath(path)))
+
+
+#: Metadata entry recording the shape of every array of the file.
+_SHAPES_KEY = "array_shapes"
+
+
+def _check_recorded_shapes(path, arrays, shapes):
+    """Every array recorded at save time is present, with the recorded shape."""
+    if not isinstance(shapes, dict):
+        raise ValueError(f"{path!r}: metadata entry {_SHAPES_KEY!r} must be a JSON object, "
+                         f"got {type(shapes).__name__}")
+    for name, shape in shapes.items():
+        if name not in arrays:
+            raise ValueError(f"{path!r} has no array {name!r} (a required entry is missing)")
+        if not isinstance(shape, list) or list(arrays[name].shape) != shape:
+            raise ValueError(f"array {name!r} in {path!r} has shape {arrays[name].shape}, but "
+                             f"the file was written with shape {shape} (truncated or altered)")
 
 
 def save_npz(path, arrays, meta):
     """Write arrays and JSON metadata to one .npz file (metadata as a uint8 array)."""
-    meta = {"format_version": FORMAT_VERSION, "library": "psdsos", **meta}
+    arrays = {k: np.asarray(v) for k, v in arrays.items()}
+    # the shape of every array is recorded: a truncated or altered array is caught at load
+    shapes = {k: list(v.shape) for k, v in arrays.items()}
+    meta = {"format_version": FORMAT_VERSION, "library": "psdsos", **meta,
+            _SHAPES_KEY: shapes}
     payload = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
     path = os.fspath(path)
-    np.savez(path, __meta__=payload, **{k: np.asarray(v) for k, v in arrays.items()})
+    np.savez(path, __meta__=payload, **arrays)
 
 
 def load_npz(path):
-    """Read a file written by :func:`save_npz` with ``allow_pickle=False``."""
+    """Read a file written by :func:`save_npz` with ``allow_pickle=False``.
+
+    Returns
+    -------
+    arrays : dict of str to ndarray
+    meta : dict
+        The JSON metadata (a JSON object with ``library = "psdsos"``).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` (or ``path + ".npz"``) does not exist.
+    ValueError
+        If the file is not a readable .npz archive (truncated, corrupted, pickled objects),
+        has no metadata, or its metadata is not a JSON object written by psdsos.
+    """
     path = os.fspath(path)
     if not os.path.exists(path) and os.path.exists(path + ".npz"):
         path = path + ".npz"
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no psdsos model file {path!r}")
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
         raise ValueError(f"cannot read psdsos model file {path!r}: {exc}") from None
+    if not isinstance(arrays, dict):  # np.load of a plain .npy file gives an array
+        raise ValueError(f"{path!r} is not a psdsos model file (not an .npz archive)")
     if "__meta__" not in arrays:
         raise ValueError(f"{path!r} is not a psdsos model file (no metadata)")
-    meta = json.loads(bytes(arrays.pop("__meta__")).decode("utf-8"))
+    raw = arrays.pop("__meta__")
+    if raw.dtype != np.uint8 or raw.ndim != 1:
+        raise ValueError(f"{path!r}: the metadata entry '__meta__' must be the bytes of a JSON "
+                         f"text (uint8, 1-D), got dtype {raw.dtype} and shape {raw.shape}")
+    try:
+        meta = json.loads(raw.tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path!r}: the metadata '__meta__' is not valid JSON: {exc}") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path!r}: the metadata '__meta__' must be a JSON object, got a "
+                         f"{type(meta).__name__}")
     if meta.get("library") != "psdsos":
         raise ValueError(f"{path!r} is not a psdsos model file")
+    version = meta.get("format_version")
+    if version != FORMAT_VERSION:
+        raise ValueError(f"{path!r} has format_version {version!r}; this version of psdsos "
+                         f"reads format_version {FORMAT_VERSION}")
+    shapes = meta.pop(_SHAPES_KEY, None)
+    if shapes is not None:
+        _check_recorded_shapes(path, arrays, shapes)
+    if not isinstance(meta.get("type"), str):
+        raise ValueError(f"{path!r}: metadata entry 'type' must be a string naming the model "
+                         f"class, got {meta.get('type')!r}")
     return arrays, meta

@@ -14,6 +14,8 @@ With d = 1 this is the scalar non-negative model of Marteau-Ferey et al. (2020).
 
 from __future__ import annotations
 
+import numbers
+
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
@@ -21,20 +23,40 @@ import scipy.sparse as sp
 __all__ = ["SoSBlock", "sos_constraints"]
 
 
+def _check_d(d):
+    """``d`` as a positive int: an integral number >= 1 (1.0 is accepted, 1.5 is not)."""
+    if isinstance(d, (bool, np.bool_)) or not isinstance(d, numbers.Real):
+        raise ValueError(f"d must be a positive integer (the size of the blocks), got {d!r}")
+    if isinstance(d, numbers.Integral):
+        d_int = int(d)
+    else:
+        d_float = float(d)
+        if not np.isfinite(d_float) or d_float != np.floor(d_float):
+            raise ValueError(f"d must be a positive integer (the size of the blocks), got {d!r}")
+        d_int = int(d_float)
+    if d_int < 1:
+        raise ValueError(f"d must be >= 1 (a positive integer, the size of the blocks), got {d!r}")
+    return d_int
+
+
 def _as_psi(Phi, d):
     """Return (Psi, d, N): Psi of shape (m, N, d), from (m, r) scalar features or (m, N, d)."""
-    Phi = np.asarray(Phi, dtype=np.float64)
+    raw = Phi
+    if np.iscomplexobj(raw):
+        raise ValueError("Psi must be a real array (the SoS model is real), got complex values")
+    try:
+        Phi = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"Psi must be a real numeric array: {exc}") from None
     if not np.all(np.isfinite(Phi)):
         raise ValueError("Psi contains NaN or infinite values")
     if Phi.ndim == 2:
         if d is None:
             raise ValueError("d must be given when Psi is the (m, r) array of scalar features")
-        d = int(d)
-        if d < 1:
-            raise ValueError(f"d must be >= 1, got {d}")
+        d = _check_d(d)
         return Phi, d, Phi.shape[1] * d, True
     if Phi.ndim == 3:
-        if d is not None and int(d) != Phi.shape[2]:
+        if d is not None and _check_d(d) != Phi.shape[2]:
             raise ValueError(
                 f"d={d} does not match Psi of shape {Phi.shape} (expected d = {Phi.shape[2]})"
             )

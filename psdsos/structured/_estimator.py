@@ -10,6 +10,7 @@ import scipy.linalg as sla
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from psdsos._validation import check_saved_meta
 from psdsos.estimators._base import (
     KERNEL_OPTIONS,
     Interval,
@@ -21,6 +22,7 @@ from psdsos.estimators._base import (
 )
 from psdsos.features import NystromFeatures
 from psdsos.kernels import get_kernel
+from psdsos.sos import PSDModel
 from psdsos.structured._base import OutputSpace, resolve_method
 from psdsos.structured._registry import get_output_space, output_spaces
 
@@ -197,9 +199,55 @@ class _KernelWeights(BaseEstimator):
             # when a Kernel object was passed)
             "kernel_": {"name": self.kernel_.name, "sigma": float(self.kernel_.sigma)},
             "fitted": {"n_features_in_": int(self.n_features_in_), "n_train_": self.n_train_,
-                       "y_1d": bool(getattr(space, "_1d", False))},
+                       "y_1d": bool(getattr(space, "_1d", False)),
+                       "y_shape": list(arrays["Y_train"].shape[1:])},
         }
         save_estimator(shallow, path, arrays, extra)
+
+    #: Saved metadata (checked by psdsos.load before _from_saved).
+    _SAVED_META = {
+        "output": ("str", "dict"),
+        "output_space": {"name": "str", "config": "any"},
+        "features": ("dict", None),
+        "kernel_": {"name": "str", "sigma": "real"},
+        "fitted": {"n_features_in_": "posint", "n_train_": "posint", "y_1d": "bool",
+                   "y_shape?": "list"},
+    }
+    #: Training outputs may be labels (strings) for discrete output spaces.
+    _SAVED_ANY_DTYPE = ("Y_train",)
+
+    @classmethod
+    def _saved_arrays(cls, meta, *, source="the model file"):
+        """Schema of the saved arrays: n = n_train_ outputs, p = n_features_in_; the kernel
+        ridge factor (n, n) or the Nystrom features (r, p) and coefficient map (r, n)."""
+        registry = output_spaces()
+        for key in ("output_space", "output"):
+            entry = meta[key]
+            name = entry if isinstance(entry, str) else entry.get("name")
+            if name not in registry:
+                raise ValueError(f"metadata entry {key!r} of {source} must name a registered "
+                                 f"output space ({sorted(registry)}), got {name!r}")
+        y_shape = meta["fitted"].get("y_shape")
+        if y_shape is not None and not all(isinstance(k, int) and not isinstance(k, bool)
+                                           and k >= 0 for k in y_shape):
+            raise ValueError(f"metadata entry 'fitted.y_shape' of {source} must be a list of "
+                             f"sizes, got {y_shape!r}")
+        spec = {"Y_train": ("n", ...) if y_shape is None else ("n", *y_shape)}
+        if meta["features"] is None:
+            spec.update({"X_fit": ("n", "p"), "cholesky": ("n", "n")})
+        else:
+            check_saved_meta(meta["features"], PSDModel.SAVED_META["features"], source=source,
+                             prefix="features.")
+            if meta["features"]["class"] != "NystromFeatures":
+                raise ValueError(f"metadata entry 'features.class' of {source} must be "
+                                 f"'NystromFeatures', got {meta['features']['class']!r}")
+            saved = NystromFeatures.SAVED_ARRAYS
+            spec.update({f"features_{k}": shape for k, shape in saved.items()})
+            spec["coef_map"] = ("r", "n")
+        f = meta["fitted"]
+        return spec, {"n": f["n_train_"], "p": f["n_features_in_"],
+                      "_from": {"n": "metadata entry 'fitted.n_train_'",
+                                "p": "metadata entry 'fitted.n_features_in_'"}}
 
     @classmethod
     def _from_saved(cls, arrays, meta):
@@ -214,7 +262,11 @@ class _KernelWeights(BaseEstimator):
         Y = arrays["Y_train"]
         if meta["fitted"]["y_1d"]:
             Y = Y[:, 0]
-        space.fit(Y)
+        try:
+            space.fit(Y)
+        except ValueError as exc:
+            raise ValueError(f"array 'Y_train' of the model file is not a valid training "
+                             f"output of the space {sp['name']!r}: {exc}") from None
         est.output_space_ = space
         est.kernel_ = get_kernel(meta["kernel_"]["name"], meta["kernel_"]["sigma"])
         if meta["features"] is not None:
