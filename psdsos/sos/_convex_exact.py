@@ -32,6 +32,9 @@ from psdsos.sos._objectives import (
     convex_regression_cvxpy,
     coupling_dual,
     isometric_basis,
+    program_objective_of_builder,
+    quadratic_form,
+    rounding_floor_of_builder,
 )
 
 __all__ = [
@@ -352,10 +355,8 @@ class ConvexRegressionExactProblem:
 
     def rkhs_norm_sq(self, alpha, gamma):
         r""":math:`\|f\|^2 = \theta^T\mathbf G\theta` with the exact Gram matrix (no jitter),
-        as the sum of squares :math:`\sum_k w_k (V^T\theta)_k^2`."""
-        V, w = self._spectral()
-        c = V.T @ self.join(alpha, gamma)
-        return float(np.sum(w * c * c))
+        in extended precision (``quadratic_form``)."""
+        return quadratic_form(self.G, self.join(alpha, gamma))
 
     def objective(self, alpha, gamma, beta, B):
         """Primal objective of eq. (37) (constraints not checked: see constraint_residual)."""
@@ -394,6 +395,14 @@ class ConvexRegressionExactProblem:
         """The dual certifying a primal answer (:func:`certifier_of_builder`)."""
         return certifier_of_builder(self)
 
+    def rounding_floor(self):
+        """See :func:`rounding_floor_of_builder`."""
+        return rounding_floor_of_builder(self)
+
+    def program_objective(self, B):
+        """See :func:`program_objective_of_builder`."""
+        return program_objective_of_builder(self, B)
+
     def cvxpy_problem(self):
         r"""Primal QP + SDP of eq. (37) through the SoS primitive, built once.
 
@@ -420,6 +429,7 @@ class ConvexRegressionExactProblem:
             self._cvx = convex_regression_cvxpy(self.Phi, self.d, self.y, L[:n], L[n:],
                                                 self.E)
             self._cvx[2]["T"] = Vk / s
+            self._cvx[2]["s"] = s
         return _set_weights(self._cvx, self.rho, self.lam1, self.lam2)
 
     # ---- dual (Proposition 17) -------------------------------------------------------------

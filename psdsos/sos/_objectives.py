@@ -325,6 +325,14 @@ class ConvexRegressionProblem:
         """The dual certifying a primal answer (:func:`certifier_of_builder`)."""
         return certifier_of_builder(self)
 
+    def rounding_floor(self):
+        """See :func:`rounding_floor_of_builder`."""
+        return rounding_floor_of_builder(self)
+
+    def program_objective(self, B):
+        """See :func:`program_objective_of_builder`."""
+        return program_objective_of_builder(self, B)
+
     def _spectral(self):
         """(V, w): K = V diag(w) V^T, w clipped at 0 (cached)."""
         if getattr(self, "_eig", None) is None:
@@ -334,10 +342,8 @@ class ConvexRegressionProblem:
 
     def rkhs_norm_sq(self, alpha):
         r""":math:`\|f\|_{\mathcal H}^2 = \alpha^T\mathbf K\alpha` with the exact kernel matrix
-        (no jitter), as the sum of squares :math:`\sum_k w_k (V^T\alpha)_k^2`."""
-        V, w = self._spectral()
-        c = V.T @ np.asarray(alpha, dtype=np.float64)
-        return float(np.sum(w * c * c))
+        (no jitter), see :func:`quadratic_form`."""
+        return quadratic_form(self.K, alpha)
 
     def cvxpy_problem(self):
         r"""Primal QP + SDP of eq. (28) through the SoS primitive, in RKHS-isometric
@@ -370,7 +376,21 @@ class ConvexRegressionProblem:
             T = Vk / s
             self._cvx = convex_regression_cvxpy(self.Phi, d, self.y, Vk * s, Hp @ T, self.E)
             self._cvx[2]["T"] = T
+            self._cvx[2]["s"] = s
         return _set_weights(self._cvx, self.rho, self.lam1, self.lam2)
+
+
+def quadratic_form(G, theta):
+    r""":math:`\max(0, \theta^T\mathbf G\theta)` in extended precision (``np.longdouble``).
+
+    The coefficients of an ill-conditioned kernel expansion are large (|alpha| ~ 1e5 for
+    cond(K) ~ 1e10) and cancel: in float64 the form loses ~ n eps |alpha|^T|K||alpha| (1e-9
+    relative, measured), an eigendecomposition more (3e-8).  Extended precision (where the
+    platform has it; float64 otherwise) costs one non-BLAS matrix-vector product.
+    """
+    Gl = np.asarray(G, dtype=np.longdouble)
+    t = np.asarray(theta, dtype=np.longdouble)
+    return max(0.0, float(t @ (Gl @ t)))
 
 
 def isometric_basis(V, w, rtol):
@@ -461,6 +481,29 @@ def convex_regression_cvxpy(Phi, d, y, F, Hu, E):
     prob = cp.Problem(cp.Minimize(obj), cons)
     return prob, block.B, {"rho": rho, "lam1": lam1, "lam2": lam2, "u": u, "b": b,
                            "coupling": cons[0], "Te": Te, "F": F, "Hu": Hu, "Q": Q}
+
+
+def rounding_floor_of_builder(self):
+    r"""Relative accuracy to which coefficients theta = T u can represent the program's
+    solution: :math:`100\,N\epsilon\sqrt{w_{\max}/w_{\min}}` over the kept eigenvalues of
+    the Gram matrix (the mapping back divides by :math:`\sqrt{w_k}`; measured 3e-8 for
+    cond 1e12, n = 35, within this bound).  Certificates are checked against
+    max(tol, this)."""
+    _, _, params = self.cvxpy_problem()
+    s = params["s"]
+    return 100.0 * params["T"].shape[0] * np.finfo(np.float64).eps * float(s.max() / s.min())
+
+
+def program_objective_of_builder(self, B):
+    """The objective of the program :func:`convex_regression_cvxpy` solved, in numpy at its
+    solution (u, b) and the given (projected) B: what its dual certifies."""
+    _, _, params = self.cvxpy_problem()
+    u = np.asarray(params["u"].value, dtype=np.float64)
+    r = self.y - params["F"] @ u
+    if params["b"] is not None:
+        r = r - params["Q"] @ np.asarray(params["b"].value, dtype=np.float64)
+    reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
+    return float(r @ r) / self.n + self.rho * float(u @ u) + reg
 
 
 def certifier_of_builder(self):
