@@ -110,7 +110,8 @@ class PSDLeastSquares:
         """
         if self._cvx is None:
             d = self.d
-            block = SoSBlock(self.Phi, d)
+            # certified by solve_primal: no conditioning refusal
+            block = SoSBlock(self.Phi, d, max_condition=None)
             iu, ju = np.triu_indices(d)
             w = np.where(iu == ju, 1.0, np.sqrt(2.0))  # ||X||_F^2 from the upper triangle
             Mp = cp.Parameter((self.n, len(iu)), name="M_packed")
@@ -464,7 +465,7 @@ def convex_regression_cvxpy(Phi, d, y, F, Hu, E):
     """
     n, k = F.shape
     m, t = Phi.shape[0], d * (d + 1) // 2
-    block = SoSBlock(Phi, d)
+    block = SoSBlock(Phi, d, max_condition=None)  # certified by solve_primal
     u = cp.Variable(k, name="u")
     rho = cp.Parameter(nonneg=True, name="rho")
     lam1 = cp.Parameter(nonneg=True, name="lam1")
