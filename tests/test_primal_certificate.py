@@ -56,9 +56,15 @@ def reference_approx(est, X, y):
     obj = (cp.sum_squares(y - f) / n + est.rho * cp.sum_squares(u) + est.lam1 * cp.trace(B)
            + est.lam2 / 2 * cp.sum_squares(B))
     prob = cp.Problem(cp.Minimize(obj), [Hrow @ u == cp.sum(cp.multiply(Phi @ B, Phi), axis=1)])
-    prob.solve(solver="CLARABEL", tol_gap_rel=1e-11, tol_gap_abs=1e-13, tol_feas=1e-11)
-    assert prob.status == "optimal"
-    return prob.value
+    # the tightest tolerance Clarabel reports "optimal" at (1e-11 ends "optimal_inaccurate"
+    # with some BLAS kernels); the acceptance criterion is 1e-4
+    for t in (1e-11, 1e-10, 1e-9):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            prob.solve(solver="CLARABEL", tol_gap_rel=t, tol_gap_abs=t * 1e-2, tol_feas=t)
+        if prob.status == "optimal":
+            return prob.value
+    raise AssertionError(f"reference not solved: {prob.status}")
 
 
 def eq28_objective(est, X, y):
