@@ -105,7 +105,8 @@ def test_ill_conditioned_primal_reaches_the_optimum_approx(kernel, solver, seed)
         assert abs(est.dual_gap_) <= TOL and est.constraint_residual_ <= 1e-6
     else:  # said so: then its certificate must show it
         assert abs(est.dual_gap_) > TOL or est.constraint_residual_ > TOL
-    # measured: every case certified (gap <= 1e-8), within 1e-7 of the reference
+    # measured: every case certified (gap <= 1e-8), within 2e-5 of the reference (which
+    # keeps eigenvalues above 1e-13 w_max, the program above n eps w_max)
     assert not warned
 
 
