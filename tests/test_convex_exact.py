@@ -228,7 +228,9 @@ def test_dual_matches_primal(p, kernel, fit_intercept):
     0-2, measured); 1 s on 2 cores for seed 1.
     """
     prob, X, _ = make_problem(1, 12, p, kernel=kernel, fit_intercept=fit_intercept)
-    primal = quiet(solve_primal, prob, solver="CLARABEL", tol=1e-10)
+    # tol 1e-9: Clarabel cannot always certify 1e-10 on these (relative gap 1e-10 to 4e-10
+    # at its best attempt, measured), and solve_primal then warns
+    primal = quiet(solve_primal, prob, solver="CLARABEL", tol=1e-9)
     dual = quiet(solve_dual, prob, tol=1e-8, max_iter=20000)
     assert dual.converged
     assert dual.primal_objective == pytest.approx(primal.objective, rel=1e-5)

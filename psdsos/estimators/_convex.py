@@ -31,7 +31,6 @@ from psdsos.sos import (
     exact_gradient,
     exact_hessian,
     exact_value,
-    project_psd,
 )
 
 __all__ = ["ConvexRegressor"]
@@ -226,6 +225,17 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
                 f"kernel {kernel.name!r} is not twice differentiable; convex regression needs "
                 "Hessians: use 'gaussian', 'matern32' or 'matern52'"
             )
+        if self.lam1 == 0 and self.lam2 == 0:
+            # B unregularized: only H(f) in A(S_+) matters, so B is any point of
+            # {B >= 0 : A(B) = H(f)} (not unique, unbounded without a spanning set of
+            # features), and the infimum need not be attained when A(S_+) is not closed;
+            # Theorem 2 and the deficit bound of Corollary 7 (through Tr B) need the
+            # regularizer
+            raise ValueError(
+                "lam1 = lam2 = 0 is ill-posed: B is then not determined and the infimum of "
+                "eq. (28) need not be attained (Theorem 2 needs lam1 > 0 or lam2 > 0); set "
+                "lam1 > 0 (trace) or lam2 > 0 (Frobenius)"
+            )
         if self.solver == "dual" and self.lam2 == 0:
             raise ValueError("lam2 = 0 is not supported by solver='dual'; use solver='primal'")
         if self.solver == "dual" and self.rho == 0:
@@ -279,10 +289,12 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         else:
             res = solve_primal(problem, solver=self.primal_solver.upper(), tol=self.tol,
                                max_iter=self.max_iter, verbose=bool(self.verbose))
+            # certified in solve_primal (relative duality gap at the solver's multipliers,
+            # relative Hessian residual; InaccurateSolutionWarning beyond tol); B projected
             coefs = tuple(res.extras[k] for k in keys)
-            B = project_psd(res.B)
+            B = res.B
             self.__dict__.pop("dual_coef_", None)  # no stale dual variable from a dual fit
-            self.dual_gap_ = float("nan")
+            self.dual_gap_ = float(res.dual_gap)
         self.n_iter_ = int(res.n_iter)
         return (*coefs, B)
 

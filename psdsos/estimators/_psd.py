@@ -70,7 +70,8 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
     sigma : float, default=1.0
         Bandwidth (ignored when ``kernel`` is a Kernel object).
     lam1 : float, default=0.0
-        Trace weight lambda_1 >= 0.
+        Trace weight lambda_1 >= 0.  lam1 = lam2 = 0 is refused (ValueError): the infimum
+        is then in general not attained (Theorem 2 needs lam1 > 0 or lam2 > 0).
     lam2 : float, default=1e-3
         Frobenius weight lambda_2 >= 0 (> 0 for the dual solver).
     solver : {"dual", "primal"}, default="dual"
@@ -107,7 +108,9 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         targets beyond about 1e154, subnormal below about 1e-154).
     n_iter_ : int
     dual_gap_ : float
-        Relative duality gap at the solution (dual solver; NaN for the primal).
+        Relative duality gap at the solution: the dual solver's, or for the primal the gap
+        between J(B_) and the dual of eq. (12) at Gamma_i = (F(x_i) - M_i) / n (NaN for the
+        primal with lam2 = 0, whose dual is not the negative-part form).
     dual_coef_ : ndarray (n, d, d)
         The dual variable Gamma (dual solver); Gamma_i = (F(x_i) - M_i) / n at the optimum.
     n_outputs_ : int
@@ -191,6 +194,15 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         n = X.shape[0]
         M, scalar = self._validate_targets(M, n)
         d = M.shape[1]
+        if self.lam1 == 0 and self.lam2 == 0:
+            # J(B) is then bounded below but its infimum is in general not attained (PSD
+            # paper, Theorem 2 needs lam1 > 0 or lam2 > 0): minimizing sequences have
+            # ||B|| -> infinity and any solver returns an arbitrary point of the sequence
+            raise ValueError(
+                "lam1 = lam2 = 0 is ill-posed: the infimum of eq. (11) is in general not "
+                "attained (Theorem 2 needs lam1 > 0 or lam2 > 0); set lam1 > 0 (trace) or "
+                "lam2 > 0 (Frobenius)"
+            )
         if self.solver == "dual" and self.lam2 == 0:
             raise ValueError(
                 "lam2 = 0 is not supported by solver='dual' (the dual of eq. 12 needs lam2 > 0); "
@@ -228,9 +240,10 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         else:
             res = solve_primal(problem, solver=self.primal_solver.upper(), tol=self.tol,
                                max_iter=self.max_iter, verbose=bool(self.verbose))
-            # an SDP solver's B is PSD only to its tolerance: project it onto the cone
+            # B projected onto the PSD cone; certified by the dual at Gamma_i =
+            # (F_B(x_i) - M_i) / n (NaN for lam2 = 0), InaccurateSolutionWarning beyond tol
             B = project_psd(res.B)
-            self.dual_gap_ = float("nan")
+            self.dual_gap_ = float(res.dual_gap)
             self.__dict__.pop("dual_coef_", None)  # no stale dual variable from a dual fit
             self.n_iter_ = int(res.n_iter)
         self.kernel_ = kernel

@@ -25,7 +25,17 @@ import numpy as np
 import scipy.linalg as sla
 
 from psdsos.sos._maps import sos_evaluate
-from psdsos.sos._objectives import _set_weights, convex_regression_cvxpy
+from psdsos.sos._objectives import (
+    _set_weights,
+    certifier_of_builder,
+    coefficients,
+    convex_regression_cvxpy,
+    coupling_dual,
+    isometric_basis,
+    program_objective_of_builder,
+    quadratic_form,
+    rounding_floor_of_builder,
+)
 
 __all__ = [
     "ConvexRegressionExactProblem",
@@ -165,11 +175,13 @@ class ConvexRegressionExactProblem:
 
     With :math:`f = \sum_b \theta_b b`: :math:`f(X) = \mathbf G_{X}\theta` (first n rows of
     G), the packed Hessians at the z_j are :math:`\mathbf G_Z\theta` (last m t rows) and
-    :math:`\|f\|^2 = \theta^T\mathbf G\theta`, written :math:`\|\mathbf R\theta\|^2` with
-    :math:`\mathbf R^T\mathbf R = \mathbf G + \varepsilon I` (adaptive jitter
-    :math:`\varepsilon`, ~1e-14 relative unless G is numerically singular; it acts as an
-    extra ridge :math:`\varepsilon\|\theta\|^2` and is reported as ``jitter_``).  The
-    primal (:meth:`cvxpy_problem`) is a QP + SDP in :math:`(\theta, \beta, \mathbf B)`.
+    :math:`\|f\|^2 = \theta^T\mathbf G\theta`.  The primal (:meth:`cvxpy_problem`) is a
+    QP + SDP, solved in the RKHS-isometric coordinates u of the eigendecomposition of G
+    (:math:`\theta = V_k\operatorname{diag}(w_k^{-1/2})u`, :math:`\|f\|^2 = \|u\|^2`),
+    so that the solver sees bounded data whatever the conditioning of G.  The objective is
+    always evaluated with the exact G (:meth:`objective`).  ``R`` (with
+    :math:`\mathbf R^T\mathbf R = \mathbf G + \varepsilon I`, adaptive jitter
+    ``jitter_``) is kept for callers that need a factor of G.
 
     **Dual** (Proposition 17, on :func:`psdsos.solvers.solve_dual`).  For a symmetric
     :math:`\Gamma = (\Gamma^{(j)})` put :math:`h_\Gamma = \sum_j\sum_{pq}\Gamma^{(j)}_{pq}
@@ -334,10 +346,17 @@ class ConvexRegressionExactProblem:
         """Hessians of f at the constraint points, (m, d, d): the left side of eq. (37)."""
         return self._unpack(self.G[self.n:] @ self.join(alpha, gamma))
 
+    def _spectral(self):
+        """(V, w): G = V diag(w) V^T, w clipped at 0 (cached)."""
+        if getattr(self, "_eig", None) is None:
+            w, V = np.linalg.eigh(self.G)
+            self._eig = (V, np.maximum(w, 0.0))
+        return self._eig
+
     def rkhs_norm_sq(self, alpha, gamma):
-        r""":math:`\|f\|^2 = \theta^T(\mathbf G + \varepsilon I)\theta = \|\mathbf R\theta\|^2`."""
-        v = self.R @ self.join(alpha, gamma)
-        return float(v @ v)
+        r""":math:`\|f\|^2 = \theta^T\mathbf G\theta` with the exact Gram matrix (no jitter),
+        in extended precision (``quadratic_form``)."""
+        return quadratic_form(self.G, self.join(alpha, gamma))
 
     def objective(self, alpha, gamma, beta, B):
         """Primal objective of eq. (37) (constraints not checked: see constraint_residual)."""
@@ -348,38 +367,69 @@ class ConvexRegressionExactProblem:
         reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.sum(B * B))
         return float(r @ r) / self.n + self.rho * self.rkhs_norm_sq(alpha, gamma) + reg
 
-    def constraint_residual(self, alpha, gamma, B):
-        """Relative violation ||H(f) - A(B)||_F / max(||H(f)||_F, ||A(B)||_F) of eq. (37)."""
+    def constraint_residual(self, alpha, gamma, B, floor=0.0):
+        """Relative violation ||H(f) - A(B)||_F / max(||H(f)||_F, ||A(B)||_F, floor) of
+        eq. (37)."""
         H = self.hessians(alpha, gamma)
         F = sos_evaluate(self.Phi, B, self.d)
-        den = max(float(np.linalg.norm(H)), float(np.linalg.norm(F)), 1e-300)
+        den = max(float(np.linalg.norm(H)), float(np.linalg.norm(F)), floor, 1e-300)
         return float(np.linalg.norm(H - F)) / den
 
     def evaluate_primal(self, B, params):
         """Objective (numpy) and the coefficients (alpha, gamma, beta) after a CVXPY solve."""
-        alpha, gamma = self.split(params["theta"].value)
-        beta = (np.zeros(0) if params["beta"] is None
-                else np.asarray(params["beta"].value, dtype=np.float64))
+        theta, beta = coefficients(params)
+        alpha, gamma = self.split(theta)
         return self.objective(alpha, gamma, beta, B), {"alpha": alpha, "gamma": gamma,
                                                         "beta": beta}
 
+    def primal_residual(self, B, extras, floor=0.0):
+        """Relative Hessian-constraint residual at a primal point (see constraint_residual),
+        the denominator floored at ``floor``."""
+        return self.constraint_residual(extras["alpha"], extras["gamma"], B, floor=floor)
+
+    def dual_point(self, B, extras, params):
+        """Gamma from the multipliers CVXPY returns for the Hessian constraints."""
+        return coupling_dual(params, self.m, self.d)
+
+    def certifier(self):
+        """The dual certifying a primal answer (:func:`certifier_of_builder`)."""
+        return certifier_of_builder(self)
+
+    def rounding_floor(self):
+        """See :func:`rounding_floor_of_builder`."""
+        return rounding_floor_of_builder(self)
+
+    def program_objective(self, B):
+        """See :func:`program_objective_of_builder`."""
+        return program_objective_of_builder(self, B)
+
     def cvxpy_problem(self):
-        """Primal QP + SDP of eq. (37) through the SoS primitive, built once.
+        r"""Primal QP + SDP of eq. (37) through the SoS primitive, built once.
+
+        In the RKHS-isometric coordinates of the shared builder (``convex_regression_cvxpy``):
+        with :math:`\mathbf G = V\operatorname{diag}(w)V^T` (numerically significant
+        eigenpairs), :math:`\theta = V_k\operatorname{diag}(w_k^{-1/2})u`, the values at the
+        training points are the first n rows of :math:`V_k\operatorname{diag}(w_k^{1/2})u`,
+        the packed Hessians the last m t rows, and :math:`\|f\|^2 = \|u\|^2`.
 
         Returns
         -------
         problem : cvxpy.Problem
-            DPP in its Parameters.
+            DPP in its Parameters ``"rho"``, ``"lam1"``, ``"lam2"``.
         B : cvxpy.Variable
         params : dict
-            Parameters ``"rho"``, ``"lam1"``, ``"lam2"`` and variables ``"theta"``
-            (alpha then the packed coefficients w * Gamma_j[p <= q]) and ``"beta"``
-            (None without E).
+            The Parameters, the variables ``"u"`` and ``"b"`` (None without E), the Hessian
+            equality constraint ``"coupling"`` and the maps back ``"T"`` (theta = T u:
+            alpha then the packed coefficients w * Gamma_j[p <= q]) and ``"Te"``.
         """
         if self._cvx is None:
             n = self.n
-            self._cvx = convex_regression_cvxpy(self.Phi, self.d, self.y, self.G[:n],
-                                                self.G[n:], self.E, self.R, "theta")
+            Vk, s = isometric_basis(*self._spectral(), rtol=np.finfo(np.float64).eps ** 2)
+            L = Vk * s
+            self._cvx = convex_regression_cvxpy(self.Phi, self.d, self.y, L[:n], L[n:],
+                                                self.E)
+            self._cvx[2]["T"] = Vk / s
+            self._cvx[2]["s"] = s
         return _set_weights(self._cvx, self.rho, self.lam1, self.lam2)
 
     # ---- dual (Proposition 17) -------------------------------------------------------------

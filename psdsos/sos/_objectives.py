@@ -90,6 +90,15 @@ class PSDLeastSquares:
         """Objective (numpy) and extra primal variables after a CVXPY solve."""
         return self.objective(B), {}
 
+    def primal_residual(self, B, extras, floor=0.0):
+        """0: the primal of eq. (11) has no equality constraint besides B PSD."""
+        return 0.0
+
+    def dual_point(self, B, extras, params):
+        r"""The dual variable of eq. (12) at a primal point: :math:`\Gamma_i =
+        (F_{\mathbf B}(x_i) - \mathbf M_i)/n`, optimal when B is (Theorem 3)."""
+        return (sos_evaluate(self.Phi, B, self.d) - self.M) / self.n
+
     def cvxpy_problem(self):
         """The primal SDP, built once (Parameters: lam1, lam2, and the targets M).
 
@@ -101,7 +110,8 @@ class PSDLeastSquares:
         """
         if self._cvx is None:
             d = self.d
-            block = SoSBlock(self.Phi, d)
+            # certified by solve_primal: no conditioning refusal
+            block = SoSBlock(self.Phi, d, max_condition=None)
             iu, ju = np.triu_indices(d)
             w = np.where(iu == ju, 1.0, np.sqrt(2.0))  # ||X||_F^2 from the upper triangle
             Mp = cp.Parameter((self.n, len(iu)), name="M_packed")
@@ -284,69 +294,288 @@ class ConvexRegressionProblem:
         return np.einsum("jipq,i->jpq", self.Hk, alpha)
 
     def objective(self, alpha, beta, B):
-        """The primal objective (constraints not checked; see constraint_residual)."""
+        """The objective of eq. (28) with the exact kernel matrix (no jitter); constraints
+        not checked (see constraint_residual)."""
         f = self.K @ alpha + (self.E @ beta if self.E is not None else 0.0)
-        Ra = self.R @ alpha
         reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
-        return float(np.sum((self.y - f) ** 2)) / self.n + self.rho * float(Ra @ Ra) + reg
+        return (float(np.sum((self.y - f) ** 2)) / self.n + self.rho * self.rkhs_norm_sq(alpha)
+                + reg)
 
     def evaluate_primal(self, B, params):
         """Objective (numpy) and (alpha, beta) after a CVXPY solve."""
-        alpha = np.asarray(params["alpha"].value, dtype=np.float64)
-        beta = (np.zeros(0) if params["beta"] is None
-                else np.asarray(params["beta"].value, dtype=np.float64))
+        alpha, beta = coefficients(params)
         return self.objective(alpha, beta, B), {"alpha": alpha, "beta": beta}
 
-    def constraint_residual(self, alpha, B):
-        """Relative violation ||H(alpha) - A(B)|| / max(||H(alpha)||, ||A(B)||)."""
+    def constraint_residual(self, alpha, B, floor=0.0):
+        """Relative violation ||H(alpha) - A(B)|| / max(||H(alpha)||, ||A(B)||, floor)."""
         H = self.hessians(alpha)
         F = sos_evaluate(self.Phi, B, self.d)
-        den = max(float(np.linalg.norm(H)), float(np.linalg.norm(F)), 1e-300)
+        den = max(float(np.linalg.norm(H)), float(np.linalg.norm(F)), floor, 1e-300)
         return float(np.linalg.norm(H - F)) / den
 
+    def primal_residual(self, B, extras, floor=0.0):
+        """Relative Hessian-constraint residual at a primal point (see constraint_residual),
+        the denominator floored at ``floor``."""
+        return self.constraint_residual(extras["alpha"], B, floor=floor)
+
+    def dual_point(self, B, extras, params):
+        """Gamma from the multipliers CVXPY returns for the Hessian constraints."""
+        return coupling_dual(params, self.m, self.d)
+
+    def certifier(self):
+        """The dual certifying a primal answer (:func:`certifier_of_builder`)."""
+        return certifier_of_builder(self)
+
+    def rounding_floor(self):
+        """See :func:`rounding_floor_of_builder`."""
+        return rounding_floor_of_builder(self)
+
+    def program_objective(self, B):
+        """See :func:`program_objective_of_builder`."""
+        return program_objective_of_builder(self, B)
+
+    def _spectral(self):
+        """(V, w): K = V diag(w) V^T, w clipped at 0 (cached)."""
+        if getattr(self, "_eig", None) is None:
+            w, V = np.linalg.eigh(0.5 * (self.K + self.K.T))
+            self._eig = (V, np.maximum(w, 0.0))
+        return self._eig
+
+    def rkhs_norm_sq(self, alpha):
+        r""":math:`\|f\|_{\mathcal H}^2 = \alpha^T\mathbf K\alpha` with the exact kernel matrix
+        (no jitter), see :func:`quadratic_form`."""
+        return quadratic_form(self.K, alpha)
+
     def cvxpy_problem(self):
-        """Primal QP + SDP through the SoS primitive (Parameters: rho, lam1, lam2)."""
+        r"""Primal QP + SDP of eq. (28) through the SoS primitive, in RKHS-isometric
+        coordinates (see :func:`convex_regression_cvxpy`), built once.
+
+        With :math:`\mathbf K = V\operatorname{diag}(w)V^T` and the numerically significant
+        eigenvalues :math:`w_k > \varepsilon_{\text{rel}} w_{\max}` kept,
+        :math:`\alpha = V_k\operatorname{diag}(w_k^{-1/2})u`, so that
+        :math:`\mathbf K\alpha = V_k\operatorname{diag}(w_k^{1/2})u`,
+        :math:`\alpha^T\mathbf K\alpha = \|u\|^2` and the Hessian rows become
+        :math:`H_p V_k\operatorname{diag}(w_k^{-1/2})` (bounded by the norms of the
+        second-derivative representers).
+
+        Returns
+        -------
+        problem : cvxpy.Problem
+            DPP in the Parameters ``"rho"``, ``"lam1"``, ``"lam2"``.
+        B : cvxpy.Variable
+        params : dict
+            The Parameters, the variables ``"u"`` and ``"b"`` (None without E), the
+            Hessian equality constraint ``"coupling"`` and the maps back ``"T"``
+            (alpha = T u) and ``"Te"`` (beta = Te b).
+        """
         if self._cvx is None:
             n, d, m = self.n, self.d, self.m
             iu, ju = np.triu_indices(d)
             Hp = self.Hk[:, :, iu, ju].transpose(0, 2, 1).reshape(m * len(iu), n)
-            self._cvx = convex_regression_cvxpy(self.Phi, d, self.y, self.K, Hp, self.E,
-                                                self.R, "alpha")
+            V, w = self._spectral()
+            Vk, s = isometric_basis(V, w, rtol=n * np.finfo(np.float64).eps)
+            T = Vk / s
+            self._cvx = convex_regression_cvxpy(self.Phi, d, self.y, Vk * s, Hp @ T, self.E)
+            self._cvx[2]["T"] = T
+            self._cvx[2]["s"] = s
         return _set_weights(self._cvx, self.rho, self.lam1, self.lam2)
 
 
-def convex_regression_cvxpy(Phi, d, y, F, Hp, E, R, name):
+def quadratic_form(G, theta):
+    r""":math:`\max(0, \theta^T\mathbf G\theta)` in extended precision (``np.longdouble``).
+
+    The coefficients of an ill-conditioned kernel expansion are large (|alpha| ~ 1e5 for
+    cond(K) ~ 1e10) and cancel: in float64 the form loses ~ n eps |alpha|^T|K||alpha| (1e-9
+    relative, measured), an eigendecomposition more (3e-8).  Extended precision (where the
+    platform has it; float64 otherwise) costs one non-BLAS matrix-vector product.
+    """
+    Gl = np.asarray(G, dtype=np.longdouble)
+    t = np.asarray(theta, dtype=np.longdouble)
+    return max(0.0, float(t @ (Gl @ t)))
+
+
+def isometric_basis(V, w, rtol):
+    r"""(V_k, sqrt(w_k)) for the eigenpairs of a Gram matrix with :math:`w_k > r w_{\max}`.
+
+    Along a dropped direction a function of RKHS norm 1 has values of size at most
+    :math:`\sqrt{w_k}`.  The approximate representation divides the Hessian rows by
+    :math:`\sqrt{w_k}`, so it keeps only directions above the eigenvalues' rounding level
+    (r = n eps: rounding in the rows is amplified at most by :math:`(n\epsilon)^{-1/2}`);
+    the exact representation only multiplies by :math:`\sqrt{w_k}` and keeps every
+    direction above :math:`\epsilon^2` (dropping more measurably raises the optimum).
+    """
+    w = np.asarray(w, dtype=np.float64)
+    N = w.shape[0]
+    wmax = float(np.max(w)) if N else 0.0
+    keep = w > rtol * max(wmax, 1e-300)
+    if not np.any(keep):
+        keep = w >= wmax  # the zero kernel matrix: one (null) direction keeps shapes valid
+    return V[:, keep], np.sqrt(np.maximum(w[keep], 1e-300))
+
+
+def orthonormal_design(E):
+    """(Q, Te): E beta = Q b with Q orthonormal columns, beta = Te b (min-norm on a
+    rank-deficient E); (None, None) without E."""
+    if E is None:
+        return None, None
+    U, S, Wt = np.linalg.svd(E, full_matrices=False)
+    smax = float(S[0]) if S.size else 0.0
+    keep = S > max(E.shape) * np.finfo(np.float64).eps * max(smax, 1e-300)
+    return U[:, keep], Wt[keep].T / S[keep]
+
+
+def coupling_dual(params, m, d):
+    r"""The symmetric multipliers :math:`\Gamma_j` of the Hessian equality constraints of
+    a CVXPY solve, in the convention of :func:`psdsos.solvers.solve_dual`.
+
+    CVXPY's multiplier y of the packed constraint (one entry per p <= q) relates to the
+    Frobenius pairing by :math:`\Gamma_{pq} = -y_k / w_k` (w = 1 on diagonals, 2 off).
+    """
+    y = params["coupling"].dual_value
+    if y is None:
+        return None
+    y = np.asarray(y, dtype=np.float64).reshape(m, -1)
+    iu, ju = np.triu_indices(d)
+    c = -y / np.where(iu == ju, 1.0, 2.0)
+    G = np.zeros((m, d, d))
+    G[:, iu, ju] = c
+    G[:, ju, iu] = c
+    return G
+
+
+def convex_regression_cvxpy(Phi, d, y, F, Hu, E):
     r"""The primal QP + SDP shared by both representations of convex regression.
 
     .. math::
 
-        \min_{c,\,\beta,\,\mathbf B\succeq 0}\ \frac1n\|y - F c - E\beta\|^2
-          + \rho\|R c\|^2 + \lambda_1\operatorname{Tr}\mathbf B
+        \min_{u,\,b,\,\mathbf B\succeq 0}\ \frac1n\|y - F u - Q b\|^2
+          + \rho\|u\|^2 + \lambda_1\operatorname{Tr}\mathbf B
           + \frac{\lambda_2}{2}\|\mathbf B\|_F^2
-        \quad\text{s.t.}\quad H_p c = \operatorname{vech}(\Psi_j^T\mathbf B\Psi_j)_j,
+        \quad\text{s.t.}\quad H_u u = \operatorname{vech}(\Psi_j^T\mathbf B\Psi_j)_j,
 
-    with the fit matrix F (n x k), the packed Hessian rows H_p (m t x k, t = d(d+1)/2) and the
-    factor R of the RKHS norm; built once through the SoS primitive, DPP in the Parameters
-    rho, lam1, lam2.  Returns (problem, B, params) with the coefficient variable under
-    ``name`` and ``"beta"`` (None without E).
+    in RKHS-isometric coordinates u (:math:`\|f\|_{\mathcal H} = \|u\|`): the fit matrix
+    F (n x k) holds the values at the training points of an orthonormal family of
+    functions, H_u (m t x k, t = d(d+1)/2) their packed Hessians at the constraint points,
+    Q an orthonormal basis of the range of the unpenalized design E.  Every block is then
+    bounded by the kernel's values and derivatives whatever the conditioning of the kernel
+    matrix, which an interior-point or splitting solver needs to reach its tolerance.
+    Built once through the SoS primitive, DPP in the Parameters rho, lam1, lam2.  Returns
+    (problem, B, params) with the variables ``"u"``, ``"b"`` (None without E), the
+    equality constraint ``"coupling"`` and ``"Te"`` (beta = Te b).
     """
     n, k = F.shape
     m, t = Phi.shape[0], d * (d + 1) // 2
-    block = SoSBlock(Phi, d)
-    c = cp.Variable(k, name=name)
+    block = SoSBlock(Phi, d, max_condition=None)  # certified by solve_primal
+    u = cp.Variable(k, name="u")
     rho = cp.Parameter(nonneg=True, name="rho")
     lam1 = cp.Parameter(nonneg=True, name="lam1")
     lam2 = cp.Parameter(nonneg=True, name="lam2")
-    fit = F @ c
-    beta = None
-    if E is not None:
-        beta = cp.Variable(E.shape[1], name="beta")
-        fit = fit + E @ beta
-    obj = (cp.sum_squares(y - fit) / n + rho * cp.sum_squares(R @ c)
+    fit = F @ u
+    Q, Te = orthonormal_design(E)
+    b = None
+    if Q is not None:
+        b = cp.Variable(Q.shape[1], name="b")
+        fit = fit + Q @ b
+    obj = (cp.sum_squares(y - fit) / n + rho * cp.sum_squares(u)
            + block.regularizer(lam1, lam2))
-    cons = block.constraints_packed(cp.reshape(Hp @ c, (m, t), order="C"))
+    cons = block.constraints_packed(cp.reshape(Hu @ u, (m, t), order="C"))
     prob = cp.Problem(cp.Minimize(obj), cons)
-    return prob, block.B, {"rho": rho, "lam1": lam1, "lam2": lam2, name: c, "beta": beta}
+    return prob, block.B, {"rho": rho, "lam1": lam1, "lam2": lam2, "u": u, "b": b,
+                           "coupling": cons[0], "Te": Te, "F": F, "Hu": Hu, "Q": Q}
+
+
+def rounding_floor_of_builder(self):
+    r"""Relative accuracy to which coefficients theta = T u can represent the program's
+    solution: :math:`100\,N\epsilon\sqrt{w_{\max}/w_{\min}}` over the kept eigenvalues of
+    the Gram matrix (the mapping back divides by :math:`\sqrt{w_k}`; measured 3e-8 for
+    cond 1e12, n = 35, within this bound).  Certificates are checked against
+    max(tol, this)."""
+    _, _, params = self.cvxpy_problem()
+    s = params["s"]
+    return 100.0 * params["T"].shape[0] * np.finfo(np.float64).eps * float(s.max() / s.min())
+
+
+def program_objective_of_builder(self, B):
+    """The objective of the program :func:`convex_regression_cvxpy` solved, in numpy at its
+    solution (u, b) and the given (projected) B: what its dual certifies."""
+    _, _, params = self.cvxpy_problem()
+    u = np.asarray(params["u"].value, dtype=np.float64)
+    r = self.y - params["F"] @ u
+    if params["b"] is not None:
+        r = r - params["Q"] @ np.asarray(params["b"].value, dtype=np.float64)
+    reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
+    return float(r @ r) / self.n + self.rho * float(u @ u) + reg
+
+
+def certifier_of_builder(self):
+    """The dual that certifies a primal answer: :class:`IsometricDual` of the program
+    :meth:`cvxpy_problem` built, at the current rho, lam1, lam2.  (For eq. 28 the dual
+    solver's factor R carries a jitter, i.e. the kernel k + eps delta, whose optimum can
+    exceed that of eq. 28 by more than a tight tolerance.)"""
+    _, _, params = self.cvxpy_problem()
+    key = (self.rho, self.lam1, self.lam2)
+    cached = getattr(self, "_certifier", None)
+    if cached is None or cached[0] != key:
+        cached = (key, IsometricDual(self, params["F"], params["Hu"], params["Q"]))
+        self._certifier = cached
+    return cached[1]
+
+
+class IsometricDual:
+    r"""The smooth part q of the dual of :func:`convex_regression_cvxpy`'s program.
+
+    Minimizing the Lagrangian over b and u (P the projection onto range(Q)^perp,
+    :math:`g(\Gamma) = H_u^T (w\odot\operatorname{vech}\Gamma)` the Hessian pairing) gives,
+    as in eq. (29),
+
+    .. math::
+
+        q(\Gamma) = c^T W^{-1} c - \frac1n\|Py\|^2,\qquad
+        c = \frac1n F^T P y + \frac12 g(\Gamma),\qquad W = \frac1n F^T P F + \rho I,
+
+    W well conditioned (>= rho I) since F has orthonormal-function columns.  With the
+    negative-part term (:func:`psdsos.solvers.solve_dual`'s D), -D(Gamma) is a lower
+    bound on the program's optimum for every Gamma: the certificate of a primal answer.
+    Offers what :func:`psdsos.solvers._primal.dual_value` needs (``smooth``, ``Phi``,
+    ``d``, ``lam1``, ``lam2``).
+    """
+
+    def __init__(self, problem, F, Hu, Q):
+        import scipy.linalg as sla
+
+        self.Phi, self.d = problem.Phi, problem.d
+        self.lam1, self.lam2, self.rho = problem.lam1, problem.lam2, problem.rho
+        self.m = problem.m
+        n = F.shape[0]
+        y = problem.y
+        PF = F if Q is None else F - Q @ (Q.T @ F)
+        Py = y if Q is None else y - Q @ (Q.T @ y)
+        self._chol = None
+        if self.rho > 0:
+            W = F.T @ PF / n + self.rho * np.eye(F.shape[1])
+            self._chol = sla.cho_factor(0.5 * (W + W.T), lower=True)
+        self._sla = sla
+        self.c0 = PF.T @ y / n
+        self.yP2 = float(Py @ Py) / n
+        if self._chol is not None:
+            # Hessians of the unconstrained ridge fit (Gamma = 0): the problem's curvature
+            # scale, the floor of relative residuals when the optimum is f = 0, B = 0
+            self.hessian_scale = float(np.linalg.norm(
+                Hu @ self._sla.cho_solve(self._chol, self.c0)))
+        else:
+            self.hessian_scale = 0.0
+        self.Hu = Hu
+        iu, ju = np.triu_indices(self.d)
+        self._iu, self._ju = iu, ju
+        self._w = np.where(iu == ju, 1.0, 2.0)
+
+    def smooth(self, G):
+        """(q(G), None): the value only (a certificate needs no gradient)."""
+        if self._chol is None:
+            raise ValueError("rho must be > 0 for the dual of convex regression")
+        g = self.Hu.T @ (np.asarray(G)[:, self._iu, self._ju] * self._w).ravel()
+        c = self.c0 + 0.5 * g
+        return float(c @ self._sla.cho_solve(self._chol, c)) - self.yP2, None
 
 
 def _set_weights(cvx, rho, lam1, lam2):
@@ -355,3 +584,11 @@ def _set_weights(cvx, rho, lam1, lam2):
     params["lam1"].value = lam1
     params["lam2"].value = lam2
     return prob, B, params
+
+
+def coefficients(params):
+    """(theta, beta) from a solved :func:`convex_regression_cvxpy` program."""
+    theta = params["T"] @ np.asarray(params["u"].value, dtype=np.float64)
+    if params["b"] is None:
+        return theta, np.zeros(0)
+    return theta, params["Te"] @ np.asarray(params["b"].value, dtype=np.float64)

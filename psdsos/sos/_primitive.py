@@ -104,6 +104,29 @@ def _packed_map(Phi, d, kron_layout):
     return A, N
 
 
+#: Largest condition number of the features accepted by :class:`SoSBlock` by default:
+#: 1/sqrt(machine epsilon).  The map B -> (Psi_j^T B Psi_j)_j then has condition number
+#: below 1/eps; beyond it the equality constraints are numerically rank deficient.
+MAX_FEATURE_CONDITION = 1.0 / np.sqrt(np.finfo(np.float64).eps)
+
+
+def _check_conditioning(Phi, max_condition):
+    """Refuse features whose SoS map is numerically singular (see MAX_FEATURE_CONDITION)."""
+    if Phi.size == 0:
+        return
+    s = np.linalg.svd(Phi, compute_uv=False)
+    cond = float(s[0] / s[-1]) if s[-1] > 0 else np.inf
+    if not cond <= max_condition:
+        raise ValueError(
+            f"Psi is numerically rank deficient: its condition number {cond:.1e} exceeds "
+            f"max_condition={max_condition:.1e}, so the constraints Psi_j^T B Psi_j "
+            "(condition number its square) are beyond float64 and SDP solvers fail or return "
+            "violated constraints.  Use fewer or more widely spaced points z_j, a smaller "
+            "kernel bandwidth sigma, or low-rank features (NystromFeatures with "
+            "n_landmarks below the numerical rank); pass max_condition=None to skip this check"
+        )
+
+
 class SoSBlock:
     r"""A fresh PSD variable B with the affine SoS values :math:`\Psi_j^T\mathbf B\Psi_j`.
 
@@ -117,6 +140,17 @@ class SoSBlock:
         Output size when ``Psi`` holds scalar features.
     name : str, optional
         Name of the CVXPY variable.
+    max_condition : float or None, default=1/sqrt(machine epsilon) (6.7e7)
+        Refuse (ValueError) features whose condition number (ratio of the extreme singular
+        values of the stacked features) exceeds this: the linear map
+        :math:`\mathbf B\mapsto(\Psi_j^T\mathbf B\Psi_j)_j` then has a condition number
+        beyond 1/eps (its square), and interior-point solvers fail while splitting solvers
+        return inaccurate answers, g(x_j) < 0 among them (measured: 30 equispaced points on
+        [0, 1], exact Gaussian features of bandwidth 0.3, condition number 9e10: Clarabel
+        fails, SCS "optimal_inaccurate"; bandwidth 0.05, condition number 1e2: both solve,
+        g(x_j) >= 0 to 1e-7).  Exact features (Cholesky of K) are ill-conditioned when the
+        points are close compared to the bandwidth.  ``None`` skips the check (for a
+        caller that certifies the solve itself).
 
     Attributes
     ----------
@@ -141,8 +175,12 @@ class SoSBlock:
     >>> cons = block.constraints(g)
     """
 
-    def __init__(self, Psi, d=None, *, name="B"):
+    def __init__(self, Psi, d=None, *, name="B", max_condition=MAX_FEATURE_CONDITION):
         Phi, d, N, kron = _as_psi(Psi, d)
+        if max_condition is not None:
+            # the stacked features: (m, r) scalar rows, or the N x (m d) matrix [Psi_1 ... Psi_m]
+            _check_conditioning(Phi if kron else np.moveaxis(Phi, 1, 0).reshape(Phi.shape[1], -1),
+                                max_condition)
         self.d = d
         self.m = Phi.shape[0]
         self.A, self.N = _packed_map(Phi, d, kron)
@@ -219,7 +257,7 @@ class SoSBlock:
         return lam1 * cp.trace(self.B) + (lam2 / 2) * cp.sum_squares(self.B)
 
 
-def sos_constraints(G, Psi, d=None):
+def sos_constraints(G, Psi, d=None, *, max_condition=MAX_FEATURE_CONDITION):
     """Impose G_j == Psi_j^T B Psi_j with a fresh PSD variable B (eq. 14).
 
     Parameters
@@ -228,13 +266,21 @@ def sos_constraints(G, Psi, d=None):
     Psi : ndarray (m, r) scalar features (Psi_j = phi_j kron I_d) or (m, N, d)
     d : int, optional
         Required with (m, r) features; inferred from G[0] when omitted.
+    max_condition : float or None
+        Numerically rank-deficient features are refused (ValueError naming the remedies);
+        see :class:`SoSBlock`.
 
     Returns
     -------
     B : cvxpy.Variable (N, N), PSD
     constraints : list
         Add them to your problem, and ``SoSBlock.regularizer``-style terms on B to the
-        objective (Theorem 2 needs lam1 > 0 or lam2 > 0).
+        objective.  Regularize B (lam1 Tr B with lam1 > 0, or lam2/2 ||B||_F^2 with
+        lam2 > 0; Theorem 2): without it B is determined only through
+        Psi_j^T B Psi_j, so it is not unique, and the set of values reached,
+        {(Psi_j^T B Psi_j)_j : B PSD}, need not be closed (it is when no nonzero PSD B has
+        Psi_j^T B Psi_j = 0 for all j), so the infimum of your problem need not be
+        attained.  The estimators of psdsos refuse lam1 = lam2 = 0 for these reasons.
     """
     if d is None and np.ndim(Psi) == 2:
         if isinstance(G, cp.Expression):
@@ -242,5 +288,5 @@ def sos_constraints(G, Psi, d=None):
         else:
             g0 = G[0]
             d = 1 if np.size(g0) == 1 else (g0.shape[0] if hasattr(g0, "shape") else 1)
-    block = SoSBlock(Psi, d)
+    block = SoSBlock(Psi, d, max_condition=max_condition)
     return block.B, block.constraints(G)
