@@ -60,6 +60,8 @@ DEMO_LAM2 = (1e-2, 1e-4, 1e-6, 1e-8, 1e-10, 1e-12)
 #: of the PSD cone, where the dual needs about 1 / sqrt(lam2) iterations (2,900 at 1e-6,
 #: 37,000 at 1e-8 for n = 12).
 RANK_ONE_MIN_LAM2 = 1e-6
+#: Iteration cap of the CV fits of --rank-one without --paper (lam2 = 1e-6 needs ~3,000).
+RANK_ONE_CV_MAX_ITER = 5000
 
 
 def _small_grid():
@@ -216,6 +218,7 @@ def _bures_demo(args, out):
     # sigma, lam1 and kernel are given by every grid: nothing depends on the defaults
     est = PSDRegressor("exponential", sigma=1.0, lam1=0.0, primal_solver="CLARABEL")
     n_kernels = 1 if paper else len(DEMO_KERNELS)
+    cv_max_iter = RANK_ONE_CV_MAX_ITER if args.rank_one and not paper else CV_MAX_ITER
     if not args.quiet:
         end = "\n" if args.verbose else ""
         sys.stderr.write(f"psdsos bures-demo: cross-validating {n_kernels} kernel"
@@ -233,14 +236,14 @@ def _bures_demo(args, out):
             # is near 0, and a warm start from a larger lam2 is farther from it than 0
             res = grid_search_cv(est, t, M, grid, cv="loo", scoring="neg_mse",
                                  n_jobs=args.n_jobs, verbose=args.verbose, warm_start=paper,
-                                 cv_params={"max_iter": CV_MAX_ITER}, refit=False)
+                                 cv_params={"max_iter": cv_max_iter}, refit=False)
     finally:  # end the progress line, also before an error message
         if not args.quiet and not args.verbose:
             sys.stderr.write(f" {time.perf_counter() - t0:.1f} s\n")
             sys.stderr.flush()
     with threadpool_limits(limits=1, user_api="blas"):
         best, model, caught = _report_cv_and_refit(res, est, t, M, "leave-one-out CV",
-                                                   "LOO score", CV_MAX_ITER, out)
+                                                   "LOO score", cv_max_iter, out)
     for w in caught:
         print(f"psdsos: warning (refit): {w.message}", file=sys.stderr)
     print(f"selected: kernel = {best['kernel']}, lam1 = {_fmt(best['lam1'])}, "
