@@ -115,7 +115,7 @@ def _build_parser():
         description=(
             "Sample n_train PSD 2x2 matrices on a Bures-Wasserstein geodesic, select the "
             "kernel (gaussian, matern52, exponential), its bandwidth sigma and lam2 of a "
-            "PSDRegressor by leave-one-out cross-validation (dual solver, warm starts), "
+            "PSDRegressor by leave-one-out cross-validation (dual solver), "
             "refit, and report the mean squared Bures-Wasserstein distance to the true "
             "geodesic at 200 held-out times next to piecewise-linear interpolation. "
             "--paper: the paper's Figure 1 setting instead (exponential kernel, "
@@ -133,9 +133,10 @@ def _build_parser():
                       help="the paper's setting: exponential kernel, grid of Appendix D.1 "
                            "(270 candidates; one to a few minutes)")
     demo.add_argument("--grid", choices=("default", "small", "paper"), default="default",
-                      help="default: 3 kernels x 3 bandwidths x 6 lam2 (54 candidates); "
-                           "small: 6 candidates (8 with --paper), for quick looks; "
-                           "paper: the same as --paper")
+                      help="default: 3 kernels x 3 bandwidths x 6 lam2 down to 1e-12 (54 "
+                           "candidates; with --rank-one 3 lam2 down to 1e-6); small: 6 "
+                           "candidates (8 with --paper), for quick looks; paper: the same "
+                           "as --paper")
     demo.add_argument("--n-jobs", type=int, default=None, metavar="N",
                       help="parallel jobs for the search (joblib; -1: all cores)")
     talk = demo.add_mutually_exclusive_group()
