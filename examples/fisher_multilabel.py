@@ -16,6 +16,7 @@ Usage::
 
 from __future__ import annotations
 
+import argparse
 import os
 
 import numpy as np
@@ -26,7 +27,8 @@ from sklearn.preprocessing import StandardScaler
 from psdsos.structured import KRLSEstimator, SELFEstimator
 
 
-def main():
+def main(argv=None):
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
     fast = os.environ.get("PSDSOS_EXAMPLE_FAST") == "1"
     n = 300 if fast else 1500
     rows = []

@@ -36,6 +36,7 @@ and 3 inner folds, a smaller grid (about 5 s).
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
 
@@ -147,7 +148,8 @@ def evaluate(name, loader):
     return X.shape, Y.shape[1], losses, chosen
 
 
-def main():
+def main(argv=None):
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
     t0 = time.perf_counter()
     print(f"Label ranking, normalized Hamming loss in % (mean +- std over {N_OUTER} outer "
           f"folds; sigma, lam by inner {N_INNER}-fold CV)")

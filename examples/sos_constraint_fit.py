@@ -30,6 +30,7 @@ fewer sample points, about 1 s).
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
 
@@ -114,7 +115,8 @@ def min_eig(S):
     return np.linalg.eigvalsh(S)[:, 0]
 
 
-def main():
+def main(argv=None):
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
     t0 = time.perf_counter()
     rng = np.random.default_rng(SEED)
     t, Y = make_data(rng)

@@ -20,6 +20,7 @@ Usage::
 
 from __future__ import annotations
 
+import argparse
 import os
 
 import numpy as np
@@ -48,7 +49,8 @@ def angle_error_deg(Z_true, Z_pred):
     return float(np.degrees(np.abs(d) / 2).mean())
 
 
-def main():
+def main(argv=None):
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
     fast = os.environ.get("PSDSOS_EXAMPLE_FAST") == "1"
     rng = np.random.default_rng(0)
     side = 40 if fast else 80

@@ -4,9 +4,11 @@ Subcommands
 -----------
 bures-demo
     Interpolation of a Bures-Wasserstein geodesic (PSD paper, section 3.3, Figures 1 and 6):
-    leave-one-out selection of (lam1, lam2, sigma) over the grid of Appendix D.1, refit,
-    held-out mean squared Bures-Wasserstein error against the true geodesic and against
-    piecewise-linear interpolation of the training matrices, optional figure.
+    leave-one-out selection of the kernel (Gaussian, Matern 5/2, exponential), its bandwidth
+    sigma and lam2 (dual solver, warm-started path), refit, held-out mean squared
+    Bures-Wasserstein error against the true geodesic and against piecewise-linear
+    interpolation of the training matrices, optional figure.  ``--paper``: the paper's
+    setting (exponential kernel, (lam1, lam2, sigma) over the grid of Appendix D.1).
 convex-fit
     Convex (or concave) regression of one CSV column on the others with a
     :class:`~psdsos.estimators.ConvexRegressor` (PSD paper, section 6): k-fold selection of
@@ -42,16 +44,62 @@ __all__ = ["main"]
 
 #: Candidates with lam1 > 0 and lam2 at or below this are solved in the primal (Clarabel):
 #: there the dual's accelerated gradient needs thousands of iterations (see
-#: psdsos.model_selection.paper_grid_psd).
+#: psdsos.model_selection.paper_grid_psd).  ``--paper`` only.
 PRIMAL_BELOW = 1e-5
 #: Iteration cap of the dual solver for the cross-validation fits (not the refit).
 CV_MAX_ITER = 2000
 #: Held-out times for the error against the true geodesic.
 N_TEST = 200
+#: Kernels cross-validated by bures-demo (without --paper).
+DEMO_KERNELS = ("gaussian", "matern52", "exponential")
+#: Bandwidths of bures-demo's default grid, in the units of t (training times in [0, 1]).
+DEMO_SIGMAS = (1.0, 0.3, 0.1)
+#: lam2 of bures-demo's default grid (lam1 = 0): the smooth kernels are best at tiny lam2.
+DEMO_LAM2 = (1e-2, 1e-4, 1e-6, 1e-8, 1e-10, 1e-12)
+#: Smallest lam2 of the default grid with --rank-one: rank-one targets lie on the boundary
+#: of the PSD cone, where the dual needs about 1 / sqrt(lam2) iterations (2,900 at 1e-6,
+#: 37,000 at 1e-8 for n = 12).
+RANK_ONE_MIN_LAM2 = 1e-6
+#: Iteration cap of the CV fits of --rank-one without --paper (lam2 = 1e-6 needs ~3,000).
+RANK_ONE_CV_MAX_ITER = 5000
 
 
 def _small_grid():
+    """The small grid of ``--paper --grid small`` (exponential kernel)."""
     return {"lam1": [1e-3, 0.0], "lam2": [1e-2, 1e-4], "sigma": [1.0, 0.1]}
+
+
+def _demo_grid(name, rank_one):
+    """(param_grid, description, number of candidates) of bures-demo."""
+    if name == "paper":
+        from psdsos.model_selection import paper_grid_psd
+
+        grid = paper_grid_psd(primal_below=PRIMAL_BELOW)
+        text = ("paper (Appendix D.1): exponential kernel; lam1 in {0, 1e-8, ..., 1}, "
+                "lam2 in {1e-8, ..., 1}, sigma in {1, 0.1, 0.01}; lam1 > 0 with lam2 <= "
+                f"{PRIMAL_BELOW:g} solved in the primal (Clarabel)")
+        for part in grid:
+            part["kernel"] = ["exponential"]
+    elif name == "paper-small":
+        grid = {"kernel": ["exponential"], **_small_grid()}
+        text = ("small: exponential kernel; lam1 in {0, 1e-3}, lam2 in {1e-4, 1e-2}, "
+                "sigma in {1, 0.1}")
+    elif name == "small":
+        lam2 = [1e-4, RANK_ONE_MIN_LAM2 if rank_one else 1e-10]
+        grid = {"kernel": list(DEMO_KERNELS), "sigma": [1.0], "lam1": [0.0], "lam2": lam2}
+        text = ("small: kernel in {gaussian, matern52, exponential}, sigma = 1, lam1 = 0, "
+                f"lam2 in {{{_fmt(lam2[1])}, {_fmt(lam2[0])}}}; dual solver, cold starts")
+    else:
+        lam2 = [v for v in DEMO_LAM2 if not rank_one or v >= RANK_ONE_MIN_LAM2]
+        grid = {"kernel": list(DEMO_KERNELS), "sigma": list(DEMO_SIGMAS), "lam1": [0.0],
+                "lam2": lam2}
+        text = ("kernel in {gaussian, matern52, exponential}, sigma in "
+                f"{{{', '.join(_fmt(v) for v in DEMO_SIGMAS)}}}, lam1 = 0, lam2 in "
+                f"{{{_fmt(lam2[-1])}, ..., {_fmt(lam2[0])}}} ({len(lam2)} values); dual "
+                "solver, cold starts")
+    parts = grid if isinstance(grid, list) else [grid]
+    n_cand = sum(math.prod(len(v) for v in part.values()) for part in parts)
+    return grid, text, n_cand
 
 
 def _build_parser():
@@ -65,10 +113,13 @@ def _build_parser():
         "bures-demo",
         help="interpolate a Bures-Wasserstein geodesic (PSD paper, Figures 1 and 6)",
         description=(
-            "Sample n_train PSD 2x2 matrices on a Bures-Wasserstein geodesic, select "
-            "(lam1, lam2, sigma) of a PSDRegressor with the exponential kernel by "
-            "leave-one-out cross-validation, refit, and report the mean squared "
-            "Bures-Wasserstein distance to the true geodesic at 200 held-out times."
+            "Sample n_train PSD 2x2 matrices on a Bures-Wasserstein geodesic, select the "
+            "kernel (gaussian, matern52, exponential), its bandwidth sigma and lam2 of a "
+            "PSDRegressor by leave-one-out cross-validation (dual solver), "
+            "refit, and report the mean squared Bures-Wasserstein distance to the true "
+            "geodesic at 200 held-out times next to piecewise-linear interpolation. "
+            "--paper: the paper's Figure 1 setting instead (exponential kernel, "
+            "(lam1, lam2, sigma) over the grid of Appendix D.1)."
         ),
     )
     demo.add_argument("--out", metavar="PATH", default=None,
@@ -78,11 +129,20 @@ def _build_parser():
     demo.add_argument("--n-train", type=int, default=12, metavar="N",
                       help="number of training matrices (default: 12)")
     demo.add_argument("--seed", type=int, default=0, help="seed of the endpoints (default: 0)")
-    demo.add_argument("--grid", choices=("paper", "small"), default="paper",
-                      help="paper: Appendix D.1, 270 candidates (default); small: 8 candidates")
+    demo.add_argument("--paper", action="store_true",
+                      help="the paper's setting: exponential kernel, grid of Appendix D.1 "
+                           "(270 candidates; one to a few minutes)")
+    demo.add_argument("--grid", choices=("default", "small", "paper"), default="default",
+                      help="default: 3 kernels x 3 bandwidths x 6 lam2 down to 1e-12 (54 "
+                           "candidates; with --rank-one 3 lam2 down to 1e-6); small: 6 "
+                           "candidates (8 with --paper), for quick looks; paper: the same "
+                           "as --paper")
     demo.add_argument("--n-jobs", type=int, default=None, metavar="N",
                       help="parallel jobs for the search (joblib; -1: all cores)")
-    demo.add_argument("--verbose", action="store_true", help="progress bar on stderr")
+    talk = demo.add_mutually_exclusive_group()
+    talk.add_argument("--verbose", action="store_true", help="progress bar on stderr")
+    talk.add_argument("--quiet", action="store_true",
+                      help="no progress line on stderr (results only)")
     demo.set_defaults(func=_bures_demo)
     _add_convex_parsers(sub)
     return parser
@@ -116,43 +176,80 @@ def _report_cv_and_refit(res, est, X, Y, cv_name, score_name, max_iter, out):
     return best, model, caught
 
 
+def _check_figure_path(path):
+    """Fail before any work if the figure cannot be written: a missing folder, a directory,
+    an unwritable folder, a format matplotlib does not know, or no matplotlib."""
+    _check_output_path(path, "--out")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"--out {path}: the directory {folder} is not writable")
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise ImportError("--out needs matplotlib: pip install psdsos[plot]") from None
+    formats = Figure().canvas.get_supported_filetypes()
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    if ext not in formats:
+        raise ValueError(f"--out {path}: unknown figure format {ext!r} (expected a file name "
+                         f"ending in one of: {', '.join('.' + f for f in sorted(formats))})")
+
+
 def _bures_demo(args, out):
+    from threadpoolctl import threadpool_limits
+
     from psdsos import PSDRegressor
     from psdsos.datasets import bures_geodesic_endpoints, make_bures_geodesic
     from psdsos.geometry import bures_wasserstein_distance_squared
-    from psdsos.model_selection import grid_search_cv, paper_grid_psd
+    from psdsos.model_selection import grid_search_cv
 
+    if args.out is not None:
+        _check_figure_path(args.out)
     A, B = bures_geodesic_endpoints(2, rank_one=args.rank_one, random_state=args.seed)
     t, M = make_bures_geodesic(args.n_train, endpoints=(A, B))
     t_test, M_test = make_bures_geodesic(t=np.linspace(0.0, 1.0, N_TEST), endpoints=(A, B))
 
-    if args.grid == "paper":
-        grid = paper_grid_psd(primal_below=PRIMAL_BELOW)
-        grid_text = ("paper (Appendix D.1): lam1 in {0, 1e-8, ..., 1}, lam2 in {1e-8, ..., 1}, "
-                     f"sigma in {{1, 0.1, 0.01}}; lam1 > 0 with lam2 <= {PRIMAL_BELOW:g} solved "
-                     "in the primal (Clarabel)")
-    else:
-        grid = _small_grid()
-        grid_text = "small: lam1 in {0, 1e-3}, lam2 in {1e-4, 1e-2}, sigma in {1, 0.1}"
+    paper = args.paper or args.grid == "paper"
+    name = ("paper-small" if args.grid == "small" else "paper") if paper else args.grid
+    grid, grid_text, n_cand = _demo_grid(name, args.rank_one)
     kind = "rank-one" if args.rank_one else "full-rank"
     print(f"psdsos bures-demo: {kind} endpoints, d = 2, n_train = {len(t)}, "
           f"seed = {args.seed}", file=out)
-    print(f"grid: {grid_text}; exponential kernel", file=out)
+    print(f"grid: {grid_text}", file=out)
 
-    est = PSDRegressor("exponential", primal_solver="CLARABEL")
-    with warnings.catch_warnings():
-        # counted in the search result and printed below
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        warnings.simplefilter("ignore", FitFailedWarning)
-        res = grid_search_cv(est, t, M, grid, cv="loo", scoring="neg_mse", n_jobs=args.n_jobs,
-                             verbose=args.verbose, cv_params={"max_iter": CV_MAX_ITER},
-                             refit=False)
-    best, model, caught = _report_cv_and_refit(res, est, t, M, "leave-one-out CV",
-                                               "LOO score", CV_MAX_ITER, out)
+    # sigma, lam1 and kernel are given by every grid: nothing depends on the defaults
+    est = PSDRegressor("exponential", sigma=1.0, lam1=0.0, primal_solver="CLARABEL")
+    n_kernels = 1 if paper else len(DEMO_KERNELS)
+    cv_max_iter = RANK_ONE_CV_MAX_ITER if args.rank_one and not paper else CV_MAX_ITER
+    if not args.quiet:
+        end = "\n" if args.verbose else ""
+        sys.stderr.write(f"psdsos bures-demo: cross-validating {n_kernels} kernel"
+                         f"{'s' if n_kernels > 1 else ''} x {n_cand // n_kernels} candidates "
+                         f"x {len(t)} folds ...{end}")
+        sys.stderr.flush()
+    t0 = time.perf_counter()
+    try:
+        # the matrices are tiny (n d x n d = 24 x 24): threaded BLAS only adds overhead
+        with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="blas"):
+            # counted in the search result and printed below
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            warnings.simplefilter("ignore", FitFailedWarning)
+            # cold starts: at these tiny lam2 the optimal dual variable (the residuals / n)
+            # is near 0, and a warm start from a larger lam2 is farther from it than 0
+            res = grid_search_cv(est, t, M, grid, cv="loo", scoring="neg_mse",
+                                 n_jobs=args.n_jobs, verbose=args.verbose, warm_start=paper,
+                                 cv_params={"max_iter": cv_max_iter}, refit=False)
+    finally:  # end the progress line, also before an error message
+        if not args.quiet and not args.verbose:
+            sys.stderr.write(f" {time.perf_counter() - t0:.1f} s\n")
+            sys.stderr.flush()
+    with threadpool_limits(limits=1, user_api="blas"):
+        best, model, caught = _report_cv_and_refit(res, est, t, M, "leave-one-out CV",
+                                                   "LOO score", cv_max_iter, out)
     for w in caught:
         print(f"psdsos: warning (refit): {w.message}", file=sys.stderr)
-    print(f"selected: lam1 = {_fmt(best['lam1'])}, lam2 = {_fmt(best['lam2'])}, "
-          f"sigma = {_fmt(best['sigma'])} (solver: {best.get('solver', 'dual')})", file=out)
+    print(f"selected: kernel = {best['kernel']}, lam1 = {_fmt(best['lam1'])}, "
+          f"lam2 = {_fmt(best['lam2'])}, sigma = {_fmt(best['sigma'])} "
+          f"(solver: {best.get('solver', 'dual')})", file=out)
     print(f"LOO score (negated mean squared Frobenius error): {res.best_score_:.6g}", file=out)
 
     P = model.predict(t_test)

@@ -16,6 +16,11 @@ def _fields(text):
             for line in text.splitlines() if ":" in line}
 
 
+def _bures_numbers(f):
+    return (float(f["PSD model"]), float(f["baseline, nearest training matrix"]),
+            float(f["baseline, piecewise-linear interp."]))
+
+
 def test_bures_demo_small_grid_with_figure(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     out = tmp_path / "bures.png"
@@ -24,27 +29,97 @@ def test_bures_demo_small_grid_with_figure(tmp_path, capsys):
     assert code == 0, captured.err
     f = _fields(captured.out)
     assert f["psdsos bures-demo"].startswith("full-rank endpoints, d = 2, n_train = 12, seed = 0")
-    assert "8 candidates x 12 folds = 96 fits" in f["leave-one-out CV"]
-    assert f["selected"].startswith("lam1 = ") and "lam2 = " in f["selected"]
-    assert "sigma = " in f["selected"]
+    assert "gaussian, matern52, exponential" in f["grid"]
+    assert "6 candidates x 12 folds = 72 fits" in f["leave-one-out CV"]
+    assert "stopped at max_iter" not in f["leave-one-out CV"]
+    sel = f["selected"]
+    assert sel.startswith("kernel = ") and "lam2 = " in sel and "sigma = " in sel
     assert float(f["LOO score (negated mean squared Frobenius error)"]) < 0
-    model = float(f["PSD model"])
-    nn = float(f["baseline, nearest training matrix"])
-    lin = float(f["baseline, piecewise-linear interp."])
-    assert 0 < model < nn and lin >= 0
+    model, nn, lin = _bures_numbers(f)
+    # the geodesic is quadratic in t: a smooth kernel beats linear interpolation (O(h^4))
+    assert 0 < model < lin < nn
     assert f["figure"] == str(out)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "Traceback" not in captured.err
+    # the default progress line, on stderr (stdout holds the results only)
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1, captured.err
+    assert err[0].startswith("psdsos bures-demo: cross-validating 3 kernels x 2 candidates "
+                             "x 12 folds ...") and err[0].endswith(" s")
+    assert "cross-validating" not in captured.out
+
+
+@pytest.mark.slow
+def test_bures_demo_default_run_beats_linear_interpolation(capsys):
+    """The README's main job (without the figure): the kernel CV selects a smooth kernel
+    whose held-out error is below piecewise-linear interpolation's."""
+    assert main(["bures-demo"]) == 0
+    captured = capsys.readouterr()
+    f = _fields(captured.out)
+    assert "54 candidates x 12 folds = 648 fits" in f["leave-one-out CV"]
+    assert "stopped at max_iter" not in f["leave-one-out CV"]
+    assert not f["selected"].startswith("kernel = exponential"), f["selected"]
+    model, nn, lin = _bures_numbers(f)
+    assert model < lin < nn
+    assert "warning" not in captured.err
+
+
+def test_bures_demo_quiet(capsys):
+    code = main(["bures-demo", "--grid", "small", "--n-train", "6", "--quiet"])
+    captured = capsys.readouterr()
+    assert code == 0 and captured.err == ""
+    assert "6 candidates x 6 folds" in _fields(captured.out)["leave-one-out CV"]
 
 
 def test_bures_demo_rank_one_verbose(capsys):
-    code = main(["bures-demo", "--grid", "small", "--rank-one", "--n-train", "6", "--seed", "2",
-                 "--verbose"])
+    code = main(["bures-demo", "--paper", "--grid", "small", "--rank-one", "--n-train", "6",
+                 "--seed", "2", "--verbose"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "rank-one endpoints, d = 2, n_train = 6, seed = 2" in captured.out
     assert "fits 48/48" in captured.err and "total time" in captured.err
+    assert "cross-validating 1 kernel x 8 candidates x 6 folds ...\n" in captured.err
     assert "figure" not in _fields(captured.out)
+
+
+def test_bures_demo_paper_grid_is_appendix_d1():
+    """--paper: the exponential kernel on exactly the 270 candidates of paper_grid_psd()."""
+    from sklearn.model_selection import ParameterGrid
+
+    from psdsos.cli import _demo_grid
+    from psdsos.model_selection import paper_grid_psd
+
+    def values(grid):
+        keys = ("lam1", "lam2", "sigma")
+        return sorted(tuple(c[k] for k in keys) for c in ParameterGrid(grid))
+
+    for rank_one in (False, True):
+        grid, text, n_cand = _demo_grid("paper", rank_one)
+        assert n_cand == 270 and "Appendix D.1" in text
+        assert {c["kernel"] for c in ParameterGrid(grid)} == {"exponential"}
+        assert values(grid) == values(paper_grid_psd())
+    g = paper_grid_psd()
+    assert g["sigma"] == [1.0, 0.1, 0.01] and g["lam2"][-1] == 1e-8 and g["lam1"][-1] == 0.0
+
+
+def test_bures_demo_default_grid():
+    from psdsos.cli import _demo_grid
+
+    grid, _, n_cand = _demo_grid("default", False)
+    assert n_cand == 54 and set(grid["kernel"]) == {"gaussian", "matern52", "exponential"}
+    assert min(grid["lam2"]) <= 1e-10 and grid["lam1"] == [0.0]
+    assert all(isinstance(s, float) for s in grid["sigma"])  # explicit, not "scale"
+    grid_r1, _, _ = _demo_grid("default", True)
+    assert min(grid_r1["lam2"]) >= 1e-6
+
+
+def test_bures_demo_paper_small(capsys):
+    code = main(["bures-demo", "--paper", "--grid", "small", "--n-train", "5", "--quiet"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    f = _fields(captured.out)
+    assert "exponential kernel" in f["grid"]
+    assert "8 candidates x 5 folds" in f["leave-one-out CV"]
+    assert f["selected"].startswith("kernel = exponential")
 
 
 @pytest.mark.parametrize(
@@ -54,6 +129,7 @@ def test_bures_demo_rank_one_verbose(capsys):
         ["bures-demo", "--grid", "huge"],
         ["bures-demo", "--n-train", "abc"],
         ["bures-demo", "--unknown"],
+        ["bures-demo", "--quiet", "--verbose"],
         ["no-such-command"],
     ],
 )
@@ -65,7 +141,8 @@ def test_bad_arguments_exit_2(argv, capsys):
 
 def test_help_exit_0(capsys):
     assert main(["bures-demo", "--help"]) == 0
-    assert "--rank-one" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "--rank-one" in text and "--paper" in text and "--quiet" in text
 
 
 @pytest.mark.parametrize(
@@ -80,16 +157,31 @@ def test_library_errors_exit_1_one_line(argv, match, capsys):
     assert main(argv) == 1
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("psdsos: error: "), err
-    assert match in lines[0]
+    errors = [line for line in lines if line.startswith("psdsos: error: ")]
+    # one error line, the last; before it at most the (ended) progress line
+    assert len(errors) == 1 and lines[-1] == errors[0], err
+    assert all("cross-validating" in line for line in lines[:-1]), err
+    assert match in errors[0]
 
 
-def test_unwritable_figure_exit_1(tmp_path, capsys):
+@pytest.mark.parametrize("target", ["missing-dir/fig.png", "fig.nosuchformat", "."])
+def test_unwritable_figure_fails_before_the_search(tmp_path, capsys, target):
     pytest.importorskip("matplotlib")
-    bad = tmp_path / "missing-dir" / "fig.png"
-    assert main(["bures-demo", "--grid", "small", "--n-train", "4", "--out", str(bad)]) == 1
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("psdsos: error: ")
+    bad = tmp_path / target
+    # the default (full) grid: the check must come before any fit
+    assert main(["bures-demo", "--out", str(bad)]) == 1
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("psdsos: error: --out "), captured.err
+    assert captured.out == ""  # nothing ran
+
+
+def test_figure_without_matplotlib_fails_before_the_search(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    assert main(["bures-demo", "--out", str(tmp_path / "b.png")]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "pip install psdsos[plot]" in captured.err
 
 
 def test_console_entry_point_exit_code():

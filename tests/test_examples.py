@@ -1,8 +1,10 @@
 """Every script in examples/ runs and passes its own final checks (examples are tests).
 
-Each example runs in a fresh interpreter with ``PSDSOS_EXAMPLE_FAST=1`` (examples read it to
-shrink their problem: the whole module must stay well under a minute) and the Agg
-matplotlib backend, from a temporary working directory.
+Each example runs (``test_example_runs``) in a fresh interpreter with
+``PSDSOS_EXAMPLE_FAST=1`` (examples read it to shrink their problem: the whole module must
+stay well under a minute) and the Agg
+matplotlib backend, from a temporary working directory; ``test_example_help`` checks that
+``--help`` prints the usage without starting a run.
 """
 
 import os
@@ -33,3 +35,26 @@ def test_example_runs(script, tmp_path):
     r = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=TIMEOUT)
     assert r.returncode == 0, f"{script.name} failed:\n{r.stdout}\n{r.stderr}"
+
+
+#: Per-example time limit (seconds) for ``--help``: the import of psdsos, no computation.
+HELP_TIMEOUT = 60
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_help(script, tmp_path):
+    """``--help`` prints the usage and exits 0 without running the experiment (no output
+    file, no results on stdout)."""
+    env = {
+        **os.environ,
+        "MPLBACKEND": "Agg",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    env.pop("PSDSOS_EXAMPLE_FAST", None)  # the default (full) configuration must not start
+    r = subprocess.run([sys.executable, str(script), "--help"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=HELP_TIMEOUT)
+    assert r.returncode == 0, f"{script.name} --help failed:\n{r.stdout}\n{r.stderr}"
+    assert r.stdout.startswith("usage: "), r.stdout
+    assert "-h, --help" in r.stdout
+    assert r.stderr == "", r.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing written (e.g. a figure named --help)
