@@ -297,21 +297,107 @@ CONVEX_CV_MAX_ITER = 2000
 N_DEMO_TEST = 1000
 #: Key of the model file's JSON metadata under which convex-fit stores the column names.
 COLUMNS_KEY = "cli_columns"
+#: Key of the model file's JSON metadata under which convex-fit stores its standardization.
+SCALING_KEY = "cli_scaling"
+#: convex-fit warns (fails with --strict) when the certified convexity deficit exceeds this
+#: fraction of the fit's curvature scale (eta / kappa, ConvexRegressor.convexity_deficit with
+#: relative=True): beyond 1% the most negative curvature is a visible dent next to the
+#: typical curvature, while below it the dent is under the resolution of the noisy fit and
+#: predict_convexified removes it by moving f by eta/2 ||x||^2, a 1% change in curvature.
+RELATIVE_DEFICIT_TOL = 1e-2
 
 
 def _convex_grid(name):
-    """(param_grid, description) of convex-fit; lam1 stays 0 as in the paper."""
+    """(param_grid, description) of convex-fit; lam1 stays 0 as in the paper.
+
+    The "sigma" entries are factors c: the bandwidths are c * scale_bandwidth of the
+    standardized features (sqrt(n_features / 2)).  The paper's sigma^2 in {1, 5, 10} on
+    inputs uniform in [-2 pi, 2 pi]^2 become the factors sigma / scale of those inputs.
+    """
+    from psdsos.model_selection import paper_grid_convex
+    from psdsos.model_selection._search import PAPER_CONVEX_INPUT_SCALE
+
     if name == "paper":
-        grid = {"rho": [1e-3, 1e-4, 1e-5, 1e-6],
-                "lam2": [10.0 ** (-k) for k in range(3, 8)],
-                "sigma": [math.sqrt(s2) for s2 in (1.0, 5.0, 10.0)]}
-        text = ("paper (Appendix D.2): lam2 in {1e-3, ..., 1e-7}, sigma^2 in {1, 5, 10}, "
-                "rho in {1e-3, ..., 1e-6} (the paper selects rho = 1e-5 but does not list "
-                "its rho grid)")
+        grid = paper_grid_convex()
+        grid["sigma"] = [s / PAPER_CONVEX_INPUT_SCALE for s in grid["sigma"]]
+        text = ("paper (Appendix D.2): lam2 in {1e-3, ..., 1e-7}, sigma in {0.276, 0.616, "
+                "0.872} x scale (the paper's sigma^2 in {1, 5, 10} relative to the spread of "
+                "its inputs), rho in {1e-3, ..., 1e-6} (the paper selects rho = 1e-5 but does "
+                "not list its rho grid)")
     else:
-        grid = {"rho": [1e-3, 1e-5], "lam2": [1e-3, 1e-5], "sigma": [1.0, math.sqrt(10.0)]}
-        text = "small: rho in {1e-3, 1e-5}, lam2 in {1e-3, 1e-5}, sigma^2 in {1, 10}"
+        grid = {"rho": [1e-3, 1e-5], "lam2": [1e-3, 1e-5], "sigma": [0.5, 1.0]}
+        text = "small: rho in {1e-3, 1e-5}, lam2 in {1e-3, 1e-5}, sigma in {0.5, 1} x scale"
     return grid, text
+
+
+class _Scaling:
+    """The standardization of convex-fit: u_j = (x_j - x_mean_j) / x_scale_j per feature,
+    t = (y - y_mean) / y_scale (means and standard deviations of the training data; a
+    constant target keeps y_scale = 1).  Convexity (concavity) is preserved by these maps,
+    so a convex fit in (u, t) is a convex function of x in the user's units."""
+
+    def __init__(self, x_mean, x_scale, y_mean, y_scale):
+        self.x_mean = np.asarray(x_mean, dtype=np.float64)
+        self.x_scale = np.asarray(x_scale, dtype=np.float64)
+        self.y_mean, self.y_scale = float(y_mean), float(y_scale)
+
+    @staticmethod
+    def _mean_std(v):
+        a = float(np.max(np.abs(v)))
+        if a == 0:
+            return 0.0, 0.0
+        m = float(np.mean(v / a))
+        return a * m, a * float(np.sqrt(np.mean((v / a - m) ** 2)))
+
+    @classmethod
+    def from_data(cls, X, y, names):
+        stats = [cls._mean_std(X[:, j]) for j in range(X.shape[1])]
+        for (_, sd), name in zip(stats, names, strict=True):
+            if not (math.isfinite(sd) and sd > 0):
+                raise ValueError(f"feature column {name!r} is constant: it cannot explain the "
+                                 "target; leave it out with --features")
+        ym, ysd = cls._mean_std(y)
+        return cls([m for m, _ in stats], [sd for _, sd in stats], ym,
+                   ysd if math.isfinite(ysd) and ysd > 0 else 1.0)
+
+    @classmethod
+    def from_meta(cls, meta, n_features, path):
+        try:
+            out = cls(meta["x_mean"], meta["x_scale"], meta["y_mean"], meta["y_scale"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"{path}: invalid {SCALING_KEY!r} metadata (expected x_mean, "
+                             "x_scale, y_mean, y_scale)") from None
+        ok = (out.x_mean.shape == out.x_scale.shape == (n_features,)
+              and np.all(np.isfinite(out.x_mean)) and np.all(out.x_scale > 0)
+              and np.all(np.isfinite(out.x_scale)) and math.isfinite(out.y_mean)
+              and math.isfinite(out.y_scale) and out.y_scale > 0)
+        if not ok:
+            raise ValueError(f"{path}: invalid {SCALING_KEY!r} metadata: {n_features} finite "
+                             "means and scales > 0 expected")
+        return out
+
+    def to_meta(self):
+        return {"x_mean": self.x_mean.tolist(), "x_scale": self.x_scale.tolist(),
+                "y_mean": self.y_mean, "y_scale": self.y_scale}
+
+    def X(self, X):
+        return (X - self.x_mean) / self.x_scale
+
+    def y(self, y):
+        return (y - self.y_mean) / self.y_scale
+
+    def y_back(self, t):
+        return self.y_mean + self.y_scale * np.asarray(t)
+
+
+class _InUserUnits:
+    """A model fitted in standardized units, predicting in the user's (for the figure)."""
+
+    def __init__(self, model, scaling):
+        self.model, self.scaling = model, scaling
+
+    def predict(self, X):
+        return self.scaling.y_back(self.model.predict(self.scaling.X(np.asarray(X))))
 
 
 # ---- argument types (argparse turns ArgumentTypeError into a usage error, exit 2) ----------
@@ -387,10 +473,14 @@ def _add_convex_parsers(sub):
             "to its --target column: a ConvexRegressor (Gaussian kernel by default, SoS "
             "Hessian constraint, eq. 28 of the PSD paper, at data points chosen by pivoted "
             "Cholesky: at most 2 R with Nystrom rank R, 100 with exact features) whose (rho, "
-            "lam2, sigma) are chosen by k-fold cross-validation (mean squared error). Prints "
-            "the chosen values, the CV error and the convexity deficit; saves the model and "
-            "a figure on request. sigma is in the units of the features: rescale them or "
-            "give --sigma when the grid's bandwidths do not suit the data."
+            "lam2, sigma) are chosen by k-fold cross-validation (mean squared error). The "
+            "features and the target are standardized first (mean 0, standard deviation 1 "
+            "per column; stored in the model file), so any units work; sigma is given as a "
+            "multiple of the standardized features' scale sqrt(n_features / 2). Prints the "
+            "chosen values, the CV error in the target's units and the convexity deficit "
+            "relative to the fit's curvature scale (a warning above "
+            f"{RELATIVE_DEFICIT_TOL:g}, an error with --strict); saves the model and a "
+            "figure on request."
         ),
     )
     fit.add_argument("data", nargs="?", metavar="DATA.csv",
@@ -416,7 +506,8 @@ def _add_convex_parsers(sub):
     fit.add_argument("--lam2", type=_float_list, metavar="V,...",
                      help="replace the grid's lam2 values (Frobenius weight on B)")
     fit.add_argument("--sigma", type=_float_list, metavar="V,...",
-                     help="replace the grid's kernel bandwidths sigma (not sigma^2)")
+                     help="replace the grid's kernel bandwidths, as multiples of the "
+                          "standardized features' scale sqrt(n_features / 2)")
     fit.add_argument("--kernel", choices=("gaussian", "matern32", "matern52"),
                      default="gaussian", help="kernel (default: gaussian, as the paper)")
     fit.add_argument("--concave", action="store_true", help="fit a concave function")
@@ -445,6 +536,9 @@ def _add_convex_parsers(sub):
     fit.add_argument("--delimiter", type=_delimiter, default=",", metavar="C",
                      help="CSV cell separator (default: ','; 'tab' for tabs)")
     fit.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    fit.add_argument("--strict", action="store_true",
+                     help="exit 1 (error) instead of warning when the relative convexity "
+                          f"deficit exceeds {RELATIVE_DEFICIT_TOL:g}")
     fit.set_defaults(func=_convex_fit)
 
     pred = sub.add_parser(
@@ -682,10 +776,13 @@ def _check_cv_size(n, k, source):
     return min_train
 
 
-def _save_convex_model(model, path, feature_names, target):
-    """ConvexRegressor.save with the column names in the file's JSON metadata."""
-    model.save(path, metadata={COLUMNS_KEY: {"features": list(feature_names),
-                                             "target": target}})
+def _save_convex_model(model, path, feature_names, target, scaling=None):
+    """ConvexRegressor.save with the column names (and the standardization of convex-fit)
+    in the file's JSON metadata."""
+    meta = {COLUMNS_KEY: {"features": list(feature_names), "target": target}}
+    if scaling is not None:
+        meta[SCALING_KEY] = scaling.to_meta()
+    model.save(path, metadata=meta)
     path = os.fspath(path)
     return path if path.endswith(".npz") else path + ".npz"  # numpy's rule
 
@@ -695,13 +792,15 @@ def _convex_fit(args, out):
     from sklearn.model_selection import KFold
 
     from psdsos.estimators import ConvexRegressor
-    from psdsos.model_selection import grid_search_cv
+    from psdsos.model_selection import grid_search_cv, relative_sigmas
     from psdsos.solvers import InaccurateSolutionWarning
 
     args.verbose = not args.quiet
     X, y, names, target, source, ignored, test = _convex_data(args)
     n, p = X.shape
     min_train = _check_cv_size(n, args.cv, source)
+    scaling = _Scaling.from_data(X, y, names)
+    Xs, ys = scaling.X(X), scaling.y(y)
     r = args.n_landmarks
     if r is None:
         r = PAPER_N_LANDMARKS if min_train > PAPER_N_LANDMARKS else None
@@ -732,9 +831,15 @@ def _convex_fit(args, out):
         for key in given:
             grid[key] = getattr(args, key)
         grid_text = ", ".join(f"{key} in {{{', '.join(_fmt(v) for v in grid[key])}}}"
+                              + (" x scale" if key == "sigma" else "")
                               for key in ("rho", "lam2", "sigma"))
         grid_text += (f" ({', '.join('--' + key for key in given)} given, the rest from the "
                       f"{args.grid} grid)")
+    if any(c <= 0 for c in grid["sigma"]):
+        raise ValueError(f"--sigma values must be > 0, got {', '.join(map(_fmt, grid['sigma']))}")
+    factors = list(grid["sigma"])
+    grid["sigma"] = relative_sigmas(factors, Xs)  # in standardized feature units
+    factor_of = dict(zip(grid["sigma"], factors, strict=True))
     settings = {}
     if args.tol is not None:
         settings["tol"] = args.tol
@@ -768,10 +873,10 @@ def _convex_fit(args, out):
         warnings.simplefilter("ignore", InaccurateSolutionWarning)
         warnings.filterwarnings("ignore", message="Solution may be inaccurate",
                                 category=UserWarning)
-        res = grid_search_cv(est, X, y, grid, cv=cv, scoring="neg_mse", n_jobs=args.n_jobs,
+        res = grid_search_cv(est, Xs, ys, grid, cv=cv, scoring="neg_mse", n_jobs=args.n_jobs,
                              verbose=args.verbose, cv_params=cv_params, refit=False)
     best, model, caught = _report_cv_and_refit(
-        res, est, X, y, f"{args.cv}-fold CV (shuffled, seed {args.random_state})", "CV error",
+        res, est, Xs, ys, f"{args.cv}-fold CV (shuffled, seed {args.random_state})", "CV error",
         est.max_iter if cv_params is None else cv_params["max_iter"], out)
     if any(issubclass(w.category, InaccurateSolutionWarning) for w in caught):
         # CVXPY's own "Solution may be inaccurate" says the same thing at more length
@@ -779,26 +884,43 @@ def _convex_fit(args, out):
     for w in caught:
         print(f"psdsos: warning (refit): {' '.join(str(w.message).split())}", file=sys.stderr)
 
+    user = _InUserUnits(model, scaling)
+    sigma_std = best["sigma"]
     print(f"selected: rho = {_fmt(best['rho'])}, lam2 = {_fmt(best['lam2'])}, "
-          f"sigma = {_fmt(best['sigma'])} (sigma^2 = {_fmt(best['sigma'] ** 2)})", file=out)
-    print(f"CV error (MSE): {-res.best_score_:.6g}", file=out)
-    print(f"training error (MSE): {mean_squared_error(y, model.predict(X)):.6g}", file=out)
-    deficit = model.convexity_deficit(random_state=args.random_state)
+          f"sigma = {_fmt(factor_of[sigma_std])} x scale", file=out)
+    widths = ", ".join(f"{name}: {_fmt(sigma_std * s)}"
+                       for name, s in zip(names, scaling.x_scale, strict=True))
+    print(f"bandwidth: {_fmt(sigma_std)} standardized units (in the features' units: "
+          f"{widths})", file=out)
+    print(f"CV error (MSE): {-res.best_score_ * scaling.y_scale ** 2:.6g}", file=out)
+    print(f"training error (MSE): {mean_squared_error(y, user.predict(X)):.6g}", file=out)
     kind, hessian = ("concavity", "-Hessian") if args.concave else ("convexity", "Hessian")
-    print(f"{kind} deficit: {deficit:.4g} (max(0, -min eigenvalue of the {hessian}) at 4096 "
-          "Sobol points in the bounding box of the features; 0: no violation found)", file=out)
+    eta = model.convexity_deficit(random_state=args.random_state)
+    kappa = model.curvature_scale(random_state=args.random_state)
+    rel = model.convexity_deficit(random_state=args.random_state, relative=True)
+    print(f"{kind} deficit: {rel:.4g} of the curvature scale (max(0, -min eigenvalue of the "
+          f"{hessian}) = {eta:.4g} over the mean spectral norm of the Hessian = {kappa:.4g}, "
+          "in standardized units, at 4096 Sobol points in the bounding box of the features; "
+          "0: no violation found)", file=out)
+    if rel > RELATIVE_DEFICIT_TOL:
+        msg = (f"the fit is not {shape}: its {kind} deficit is {rel:.3g} of its curvature "
+               f"scale (> {RELATIVE_DEFICIT_TOL:g}); try --n-landmarks exact, more rows, or "
+               "larger --sigma / --lam2 values")
+        if args.strict:
+            raise ValueError(msg + " (--strict)")
+        print(f"psdsos: warning: {msg}", file=sys.stderr)
     if test is not None:
         X_test, y_test = test
-        err = mean_squared_error(y_test, model.predict(X_test))
+        err = mean_squared_error(y_test, user.predict(X_test))
         print(f"held-out error (MSE) against the noiseless function, {len(y_test)} new "
               f"points: {err:.6g}", file=out)
     if args.model is not None:
-        written = _save_convex_model(model, args.model, names, target)
+        written = _save_convex_model(model, args.model, names, target, scaling)
         print(f"model file: {written}", file=out)
     if plot is not None:
         title = (f"{shape} fit of {target}: rho = {_fmt(best['rho'])}, "
-                 f"lam2 = {_fmt(best['lam2'])}, sigma = {_fmt(best['sigma'])}")
-        fig = plot_convex_fit(model, X, y, feature_names=names, target_name=target,
+                 f"lam2 = {_fmt(best['lam2'])}, sigma = {_fmt(factor_of[sigma_std])} x scale")
+        fig = plot_convex_fit(user, X, y, feature_names=names, target_name=target,
                               title=title)
         fig.savefig(plot, dpi=120)
         print(f"figure: {plot}", file=out)
@@ -840,7 +962,11 @@ def _convex_predict(args, out):
                          "with --column")
     X = np.column_stack([table.column(table.index(name, "feature"), "feature")
                          for name in names])
-    pred = model.predict(X)
+    if meta.get(SCALING_KEY) is not None:  # written by convex-fit: standardized units
+        scaling = _Scaling.from_meta(meta[SCALING_KEY], model.n_features_in_, args.model)
+        pred = scaling.y_back(model.predict(scaling.X(X)))
+    else:
+        pred = model.predict(X)
 
     def write(fh):
         writer = csv.writer(fh, delimiter=args.delimiter, lineterminator="\n")

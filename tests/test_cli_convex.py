@@ -17,10 +17,10 @@ import sys
 import numpy as np
 import pytest
 
-from psdsos.cli import COLUMNS_KEY, main
+from psdsos.cli import COLUMNS_KEY, RELATIVE_DEFICIT_TOL, SCALING_KEY, main
 
 #: Fast settings shared by the fitting tests: one candidate, primal interior point.
-FAST = ["--cv", "2", "--rho", "1e-3", "--lam2", "1e-3", "--sigma", "3", "--solver", "primal",
+FAST = ["--cv", "2", "--rho", "1e-3", "--lam2", "1e-3", "--sigma", "2", "--solver", "primal",
         "--quiet"]
 #: Faster still where the fit's quality is not looked at: the dual, capped at 50 iterations.
 CAPPED = [*FAST, "--solver", "dual", "--max-iter", "50"]
@@ -86,11 +86,15 @@ def test_fit_csv_reports_and_selects_features(fitted_1d):
     assert f["psdsos convex-fit"] == fitted_1d["data"]
     assert f["data"] == "n = 20 rows, features: x; target: y; convex fit"
     assert f["ignored non-numeric columns"] == "id"
-    assert f["grid"] == ("rho in {0.001}, lam2 in {0.001}, sigma in {3} (--rho, --lam2, --sigma "
-                         "given, the rest from the small grid)")
+    assert f["grid"] == ("rho in {0.001}, lam2 in {0.001}, sigma in {2} x scale (--rho, --lam2, "
+                         "--sigma given, the rest from the small grid)")
     assert "exact features" in f["model"] and "solver = primal (CLARABEL)" in f["model"]
     assert "1 candidates x 2 folds = 2 fits" in f["2-fold CV (shuffled, seed 0)"]
-    assert f["selected"] == "rho = 0.001, lam2 = 0.001, sigma = 3 (sigma^2 = 9)"
+    assert f["selected"] == "rho = 0.001, lam2 = 0.001, sigma = 2 x scale"
+    # standardized 1-D features: scale = sqrt(1 / 2); in x's units times std(x)
+    sx = float(np.std(fitted_1d["X"][:, 0]))
+    assert f["bandwidth"] == (f"1.41421 standardized units (in the features' units: "
+                              f"x: {float(f'{np.sqrt(2.0) * sx:.6g}'):g})")
     assert float(f["CV error (MSE)"]) > 0
     assert float(f["training error (MSE)"]) > 0
     assert float(f["convexity deficit"].split()[0]) >= 0
@@ -115,14 +119,24 @@ def test_round_trip_fit_save_predict(fitted_1d):
 
     model = load(fitted_1d["model"])
     assert isinstance(model, ConvexRegressor)
-    assert (model.rho, model.lam2, model.sigma, model.lam1) == (1e-3, 1e-3, 3.0, 0.0)
+    assert (model.rho, model.lam2, model.lam1) == (1e-3, 1e-3, 0.0)
+    assert model.sigma == pytest.approx(2.0 * np.sqrt(0.5), rel=1e-12)
     _, meta = load_npz(fitted_1d["model"])
     assert meta[COLUMNS_KEY] == {"features": ["x"], "target": "y"}
 
+    # the model is fitted on the standardized columns, whose means and standard deviations
+    # the file stores; the same fit by hand:
     X, y = fitted_1d["X"], fitted_1d["y"]
-    direct = ConvexRegressor(sigma=3.0, rho=1e-3, lam1=0.0, lam2=1e-3, solver="primal",
-                             primal_solver="CLARABEL", random_state=0).fit(X, y)
-    np.testing.assert_allclose(model.predict(X), direct.predict(X), rtol=1e-6, atol=1e-8)
+    sc = meta[SCALING_KEY]
+    np.testing.assert_allclose(sc["x_mean"], X.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(sc["x_scale"], X.std(axis=0), rtol=1e-12)
+    assert (sc["y_mean"], sc["y_scale"]) == (pytest.approx(y.mean(), rel=1e-12),
+                                             pytest.approx(y.std(), rel=1e-12))
+    Xs, ys = (X - X.mean(axis=0)) / X.std(axis=0), (y - y.mean()) / y.std()
+    direct = ConvexRegressor(sigma=2.0 * np.sqrt(0.5), rho=1e-3, lam1=0.0, lam2=1e-3,
+                             solver="primal", primal_solver="CLARABEL",
+                             random_state=0).fit(Xs, ys)
+    np.testing.assert_allclose(model.predict(Xs), direct.predict(Xs), rtol=1e-6, atol=1e-8)
 
     # new rows, columns in another order, an extra column: predictions to a file
     Xn = np.linspace(X.min(), X.max(), 7)[:, None]
@@ -137,14 +151,18 @@ def test_round_trip_fit_save_predict(fitted_1d):
     assert rows[0] == ["x", "note", "y_predicted"]
     assert [r[1] for r in rows[1:]] == ["a,b"] * 7  # other columns copied, quoted
     pred = np.array([float(r[2]) for r in rows[1:]])
-    np.testing.assert_array_equal(pred, model.predict(Xn))  # repr round-trips floats
+
+    def in_user_units(Xu):
+        return sc["y_mean"] + sc["y_scale"] * model.predict((Xu - sc["x_mean"]) / sc["x_scale"])
+
+    np.testing.assert_array_equal(pred, in_user_units(Xn))  # repr round-trips floats
 
     # the training file (target present): CSV on stdout, nothing else
     code, stdout, err = _run(["convex-predict", str(fitted_1d["model"]), fitted_1d["data"]])
     assert code == 0, err
     rows = list(csv.reader(io.StringIO(stdout)))
     assert rows[0] == ["id", "y", "x", "y_predicted"] and len(rows) == 21
-    np.testing.assert_array_equal([float(r[3]) for r in rows[1:]], model.predict(X))
+    np.testing.assert_array_equal([float(r[3]) for r in rows[1:]], in_user_units(X))
 
 
 def test_predict_reports_mse_when_target_present(fitted_1d):
@@ -188,15 +206,19 @@ def test_fit_2d_concave_with_plot(tmp_path):
     assert code == 0, err
     f = _fields(out)
     assert f["data"] == "n = 20 rows, features: v, u; target: z; concave fit"
-    assert "concavity deficit" in f
+    assert "of the curvature scale" in f["concavity deficit"]
     assert f["model file"] == str(tmp_path / "m.npz")  # numpy appends .npz
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     from psdsos import load
+    from psdsos.sos import load_npz
 
     model = load(tmp_path / "m.npz")
     assert model.concave
-    # column order of --features is the model's feature order
-    np.testing.assert_allclose(model.predict(X[:, ::-1]).mean(), y.mean(), atol=2.0)
+    # column order of --features is the model's feature order; standardized units
+    sc = load_npz(tmp_path / "m.npz")[1][SCALING_KEY]
+    Xs = (X[:, ::-1] - sc["x_mean"]) / sc["x_scale"]
+    pred = sc["y_mean"] + sc["y_scale"] * model.predict(Xs)
+    np.testing.assert_allclose(pred.mean(), y.mean(), atol=2.0)
 
 
 def test_fit_three_features_skips_plot(tmp_path):
@@ -232,11 +254,14 @@ def test_demo_tiny_dual_with_progress_bar(capsys):
 
 
 def test_paper_grid_is_appendix_d2():
+    """sigma as factors of the data's scale: the paper's sigma^2 in {1, 5, 10} on inputs
+    uniform in [-2 pi, 2 pi]^2, whose scale_bandwidth is 2 pi sqrt(1 / 3)."""
     from psdsos.cli import _convex_grid
 
     grid, text = _convex_grid("paper")
     np.testing.assert_allclose(grid["lam2"], [1e-3, 1e-4, 1e-5, 1e-6, 1e-7])
-    np.testing.assert_allclose(np.square(grid["sigma"]), [1.0, 5.0, 10.0])
+    np.testing.assert_allclose(np.square(np.multiply(grid["sigma"], 2 * np.pi / np.sqrt(3))),
+                               [1.0, 5.0, 10.0])
     assert 1e-5 in grid["rho"]  # the value selected in the paper's Figure 4
     assert "Appendix D.2" in text
     small, _ = _convex_grid("small")
@@ -522,3 +547,102 @@ def test_fit_plot_without_matplotlib_fails_before_fitting(tmp_path, monkeypatch)
                            str(tmp_path / "p.png")])
     assert code == 1 and out == ""
     assert err.strip() == "psdsos: error: --plot needs matplotlib: pip install psdsos[plot]"
+
+
+# ------------------------------------------------------------------------------------------
+# raw units: standardization, relative deficit, --strict
+# ------------------------------------------------------------------------------------------
+def _spending_table(path, n=60, seed=0):
+    """Monthly spending against income in [400, 5000]: a convex curve plus noise (sd 20)."""
+    rng = np.random.default_rng(seed)
+    income = rng.uniform(400.0, 5000.0, n)
+    truth = 300.0 + 0.05 * income + 2e-5 * (income - 400.0) ** 2
+    spending = truth + 20.0 * rng.standard_normal(n)
+    rows = [[f"{a:.2f}", f"{b:.2f}"] for a, b in zip(income, spending, strict=True)]
+    return _write_csv(path, ["income", "spending"], rows), income, truth
+
+
+def test_fit_raw_units_small_relative_deficit_and_sensible_fit(tmp_path):
+    """Income in [400, 5000]: standardized inside, results in the user's units."""
+    data, income, truth = _spending_table(tmp_path / "spend.csv")
+    code, out, err = _run(["convex-fit", data, "--target", "spending", "--cv", "2",
+                           "--rho", "1e-5", "--lam2", "1e-5", "--sigma", "1", "--quiet",
+                           "--strict", "--model", str(tmp_path / "m.npz")])
+    assert code == 0, err
+    assert "warning" not in err
+    f = _fields(out)
+    rel = float(f["convexity deficit"].split()[0])
+    assert 0.0 <= rel <= RELATIVE_DEFICIT_TOL
+    assert f["bandwidth"].startswith("0.707107 standardized units")
+    assert 0.6 * 400 <= float(f["CV error (MSE)"]) <= 2.0 * 400  # noise variance 400
+    # predictions in the user's units, close to the true curve (noise sd 20)
+    grid = np.linspace(450.0, 4950.0, 10)
+    new = _write_csv(tmp_path / "new.csv", ["income"], [[repr(float(v))] for v in grid])
+    code, stdout, err = _run(["convex-predict", str(tmp_path / "m.npz"), new])
+    assert code == 0, err
+    pred = np.array([float(r[1]) for r in list(csv.reader(io.StringIO(stdout)))[1:]])
+    true = 300.0 + 0.05 * grid + 2e-5 * (grid - 400.0) ** 2
+    assert np.max(np.abs(pred - true)) < 30.0
+    # second differences of the predictions in the user's units: convex
+    fine = np.linspace(450.0, 4950.0, 200)
+    new = _write_csv(tmp_path / "fine.csv", ["income"], [[repr(float(v))] for v in fine])
+    _, stdout, _ = _run(["convex-predict", str(tmp_path / "m.npz"), new])
+    p = np.array([float(r[1]) for r in list(csv.reader(io.StringIO(stdout)))[1:]])
+    d2 = np.diff(p, 2) / (fine[1] - fine[0]) ** 2
+    assert d2.min() >= -0.05 * 4e-5  # true curvature 2 * 2e-5
+
+
+def test_fit_same_in_any_units(tmp_path):
+    """Scaling the columns (dollars -> thousands of cents) changes the reports only by the
+    units: the selection and the relative deficit are the same."""
+    data, income, _ = _spending_table(tmp_path / "a.csv", n=24)
+    with open(data, newline="") as fh:
+        rows = list(csv.reader(fh))[1:]
+    scaled = _write_csv(tmp_path / "b.csv", ["income", "spending"],
+                        [[repr(float(a) * 1e-3), repr(float(b) * 1e5)] for a, b in rows])
+    argv = ["--target", "spending", "--cv", "2", "--rho", "1e-3,1e-5", "--lam2", "1e-3",
+            "--sigma", "1", "--solver", "primal", "--quiet"]
+    fa = _fields(_run(["convex-fit", data, *argv])[1])
+    fb = _fields(_run(["convex-fit", scaled, *argv])[1])
+    assert fa["selected"] == fb["selected"]
+    assert float(fb["CV error (MSE)"]) == pytest.approx(1e10 * float(fa["CV error (MSE)"]),
+                                                       rel=1e-4)
+    assert float(fb["convexity deficit"].split()[0]) == pytest.approx(
+        float(fa["convexity deficit"].split()[0]), rel=1e-3, abs=1e-6)
+
+
+def test_large_relative_deficit_warns_or_fails_with_strict(tmp_path):
+    """Nystrom rank 2 on a wiggly target: far from convex between the constraint points."""
+    rng = np.random.default_rng(1)
+    income = rng.uniform(400.0, 5000.0, 24)
+    y = 50 * np.sin(income / 300.0) + 1e-5 * (income - 400.0) ** 2 + rng.normal(0, 5, 24)
+    data = _write_csv(tmp_path / "w.csv", ["income", "spending"],
+                      [[repr(float(a)), repr(float(b))] for a, b in zip(income, y, strict=True)])
+    argv = ["convex-fit", data, "--target", "spending", "--cv", "2", "--rho", "1e-5",
+            "--lam2", "1e-5", "--sigma", "1", "--n-landmarks", "2", "--quiet"]
+    code, out, err = _run(argv)
+    assert code == 0
+    rel = float(_fields(out)["convexity deficit"].split()[0])
+    assert rel > RELATIVE_DEFICIT_TOL
+    assert "psdsos: warning: the fit is not convex" in err and "--n-landmarks" in err
+    code, out, err = _run([*argv, "--strict"])
+    assert code == 1
+    assert "psdsos: error: the fit is not convex" in err and "--strict" in err
+
+
+def test_constant_feature_column_is_refused(tmp_path):
+    data = _write_csv(tmp_path / "c.csv", ["x", "k", "y"],
+                      [[repr(float(i)), "3.0", repr(float(i * i))] for i in range(8)])
+    code, _, err = _run(["convex-fit", data, "--target", "y", *FAST])
+    assert code == 1 and "feature column 'k' is constant" in err
+
+
+def test_predict_refuses_invalid_scaling_metadata(fitted_1d, tmp_path):
+    from psdsos import load
+
+    model = load(fitted_1d["model"])
+    model.save(tmp_path / "bad.npz", metadata={
+        COLUMNS_KEY: {"features": ["x"], "target": "y"},
+        SCALING_KEY: {"x_mean": [0.0], "x_scale": [0.0], "y_mean": 0.0, "y_scale": 1.0}})
+    code, _, err = _run(["convex-predict", str(tmp_path / "bad.npz"), fitted_1d["data"]])
+    assert code == 1 and SCALING_KEY in err

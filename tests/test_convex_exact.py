@@ -294,9 +294,14 @@ def test_estimator_attributes_and_psd_hessians(fitted):
     # objective_ recomputed from predict and the fitted coefficients
     prob = ConvexRegressionExactProblem(est.kernel_, X, X, np.zeros((n, 1)), y, None,
                                         est.rho, est.lam1, est.lam2)
-    reg = est.lam1 * np.trace(est.B_) + 0.5 * est.lam2 * np.sum(est.B_**2)
+    # eq. 37 in ConvexRegressor's standardized units (t = (y - mean) / std(y), u = (x -
+    # mean) / sigma): in the user's units, divided by std(y)^2 with lam1 sigma^2 std(y) and
+    # lam2 sigma^4 in place of lam1, lam2 (Hessians in u are sigma^2 / std(y) times those in x)
+    sy, sx = float(np.std(y)), SIGMA[p]
+    reg = (est.lam1 * sx**2 / sy * np.trace(est.B_)
+           + 0.5 * est.lam2 * sx**4 / sy**2 * np.sum(est.B_**2))
     ref = (np.mean((y - est.predict(X)) ** 2)
-           + est.rho * prob.rkhs_norm_sq(est.alpha_, est.gamma_) + reg)
+           + est.rho * prob.rkhs_norm_sq(est.alpha_, est.gamma_)) / sy**2 + reg
     assert est.objective_ == pytest.approx(ref, rel=1e-8)
 
 

@@ -84,6 +84,7 @@ def test_registry_and_attributes():
         "Matern52Kernel",
         "KERNELS",
         "get_kernel",
+        "scale_bandwidth",
     }
 
 
@@ -473,3 +474,48 @@ def test_kernels_import_nothing_from_other_layers():
                     assert mod == "psdsos._validation" or mod.startswith("psdsos.kernels"), (
                         f"{path.name} imports {mod}"
                     )
+
+
+# ---------------------------------------------------------------------------------------
+# scale_bandwidth: sigma="scale"
+# ---------------------------------------------------------------------------------------
+def test_scale_bandwidth_matches_sklearn_gamma_scale():
+    """Our Gaussian kernel with sigma = scale_bandwidth(X) equals sklearn's SVC
+    gamma="scale" kernel exp(-gamma ||x - y||^2), gamma = 1 / (n_features X.var())."""
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    from psdsos.kernels import scale_bandwidth
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3)) * [1.0, 5.0, 0.1] + [0.0, 100.0, -3.0]
+    sigma = scale_bandwidth(X)
+    gamma = 1.0 / (X.shape[1] * X.var())
+    assert sigma == pytest.approx(np.sqrt(1.0 / (2.0 * gamma)), rel=1e-13)
+    np.testing.assert_allclose(GaussianKernel(sigma)(X, X), rbf_kernel(X, gamma=gamma),
+                               rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("a", [1e-150, 1e-3, 7.0, 1e150, -2.0])
+def test_scale_bandwidth_is_proportional_to_the_scale(a):
+    from psdsos.kernels import scale_bandwidth
+
+    X = np.random.default_rng(1).uniform(400.0, 5000.0, size=(20, 2))
+    assert scale_bandwidth(a * X + 3.0 * a) == pytest.approx(abs(a) * scale_bandwidth(X),
+                                                             rel=1e-12)
+
+
+@pytest.mark.parametrize("X", [np.zeros((4, 2)), np.full((3, 1), -7.5)])
+def test_scale_bandwidth_refuses_zero_spread(X):
+    from psdsos.kernels import scale_bandwidth
+
+    with pytest.raises(ValueError, match="zero spread.*sigma"):
+        scale_bandwidth(X)
+
+
+@pytest.mark.parametrize("X, match", [(np.array([1.0, 2.0]), "X"),
+                                      (np.array([[1.0], [np.nan]]), "X")])
+def test_scale_bandwidth_validates_x(X, match):
+    from psdsos.kernels import scale_bandwidth
+
+    with pytest.raises(ValueError, match=match):
+        scale_bandwidth(X)

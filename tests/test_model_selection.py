@@ -60,6 +60,31 @@ def test_paper_grid_split_by_solver_same_candidates():
         paper_grid_psd(primal_below="small")
 
 
+def test_paper_grids_relative_to_the_data_scale():
+    """With X, the paper's bandwidths keep their ratio to the spread of the paper's inputs:
+    on inputs like the paper's (times uniform on [0, 1]; uniform on [-2 pi, 2 pi]^2) the
+    relative grid is close to the absolute one, and it scales with the data."""
+    from psdsos.model_selection import paper_grid_convex, relative_sigmas
+
+    t = np.linspace(0.0, 1.0, 20001)[:, None]
+    np.testing.assert_allclose(paper_grid_psd(t)["sigma"], [1.0, 0.1, 0.01], rtol=1e-3)
+    np.testing.assert_allclose(paper_grid_psd(1e4 * t + 3.0)["sigma"],
+                               [1e4, 1e3, 1e2], rtol=1e-3)
+    g = np.linspace(-2 * np.pi, 2 * np.pi, 301)
+    box = np.column_stack([a.ravel() for a in np.meshgrid(g, g)])
+    np.testing.assert_allclose(np.square(paper_grid_convex(box)["sigma"]), [1.0, 5.0, 10.0],
+                               rtol=1e-2)
+    np.testing.assert_allclose(np.square(paper_grid_convex()["sigma"]), [1.0, 5.0, 10.0])
+    assert paper_grid_convex()["lam2"] == [1e-3, 1e-4, 1e-5, 1e-6, 1e-7]
+    split = paper_grid_psd(t, primal_below=1e-5)
+    assert all(np.allclose(part["sigma"], paper_grid_psd(t)["sigma"]) for part in split)
+    X = np.array([[0.0], [2000.0]])  # Var = 1e6, one feature: scale = 1000 sqrt(1/2)
+    np.testing.assert_allclose(relative_sigmas([1.0, 0.5], X), [707.10678, 353.55339])
+    for bad in (0.0, -1.0, np.nan, True):
+        with pytest.raises(ValueError, match="factors"):
+            relative_sigmas([bad], X)
+
+
 # ------------------------------------------------------------------------------------------
 # scikit-learn's GridSearchCV with 3-D targets
 # ------------------------------------------------------------------------------------------

@@ -8,10 +8,11 @@ import os
 import numpy as np
 
 from psdsos._validation import check_saved_arrays, check_saved_meta
-from psdsos.kernels import KERNELS, Kernel
+from psdsos.kernels import KERNELS, Kernel, get_kernel, scale_bandwidth
 from psdsos.sos import load_npz, save_npz
 
-__all__ = ["Interval", "Options", "validate_params", "load", "register_loadable"]
+__all__ = ["Interval", "Options", "Bandwidth", "validate_params", "load", "register_loadable",
+           "resolve_kernel"]
 
 
 class Interval:
@@ -92,6 +93,32 @@ class RandomState:
 
 
 KERNEL_OPTIONS = Options(list(KERNELS), types=(Kernel,))
+
+
+class Bandwidth:
+    """``sigma``: "scale" (from the training inputs, :func:`psdsos.kernels.scale_bandwidth`)
+    or a finite real number > 0."""
+
+    def check(self, name, value, owner):
+        if isinstance(value, str) and value == "scale":
+            return
+        if (isinstance(value, numbers.Real) and not isinstance(value, bool)
+                and np.isfinite(value) and value > 0):
+            return
+        raise ValueError(
+            f"{name} of {owner} must be 'scale' (derived from the training inputs' spread) or "
+            f"a finite real number > 0, got {value!r}"
+        )
+
+
+def resolve_kernel(kernel, sigma, X):
+    """The fitted kernel: a Kernel object unchanged, else ``kernel`` with bandwidth ``sigma``,
+    ``sigma="scale"`` meaning :func:`psdsos.kernels.scale_bandwidth` of the training ``X``."""
+    if isinstance(kernel, Kernel):
+        return kernel
+    if isinstance(sigma, str) and sigma == "scale":
+        sigma = scale_bandwidth(X)
+    return get_kernel(kernel, sigma)
 
 
 def validate_params(estimator):

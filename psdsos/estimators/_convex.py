@@ -2,6 +2,7 @@ r"""Convex (or concave) regression with subsampled SoS Hessian constraints (PSD 
 
 from __future__ import annotations
 
+import copy
 import numbers
 
 import numpy as np
@@ -12,12 +13,14 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from psdsos._validation import check_array_2d, check_random_state
 from psdsos.estimators._base import (
     KERNEL_OPTIONS,
+    Bandwidth,
     Bool,
     Interval,
     Options,
     RandomState,
     Verbose,
     register_loadable,
+    resolve_kernel,
     save_estimator,
     validate_params,
 )
@@ -84,13 +87,35 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     unpenalized and leaves the Hessian unchanged; ``fit_intercept=False`` removes it and the
     objective is exactly eq. 28).  The Hessian is PSD at the constraint points z_j by
     construction; between them, Corollary 7 bounds the convexity deficit, estimated by
-    :meth:`convexity_deficit`.
+    :meth:`convexity_deficit` (also relative to the curvature scale, :meth:`curvature_scale`).
+
+    **Units.**  The problem above is solved in standardized units,
+    :math:`u = (x - \bar x)/\sigma` (the kernel has bandwidth 1 in u) and
+    :math:`t = (y - \bar y)/s_y` (:math:`\bar y` the mean and :math:`s_y` the standard
+    deviation of y; without intercept :math:`\bar y = 0` and :math:`s_y` the root mean
+    square), and mapped back exactly: :math:`f(x) = \bar y + s_y\, g(u)`.  Convexity is
+    preserved by these maps, the kernel matrix does not change, and the fit is equivariant:
+    fitting :math:`(a x + b, c y + d)` with bandwidth :math:`a\sigma` (automatic with
+    ``sigma="scale"``) gives :math:`c f((x' - b)/a) + d`, for any :math:`a, c > 0` (and
+    :math:`d = 0` without intercept), whatever the magnitudes (1e-150 or 1e200 are fine).
+    This departs from the literal eq. 28 in the user's units only through the weights:
+    in those units the problem solved is eq. 28 divided by :math:`s_y^2`, with
+    :math:`\lambda_1 \sigma^2 s_y` and :math:`\lambda_2 \sigma^4` in place of
+    :math:`\lambda_1, \lambda_2` (:math:`\rho` and the data term are unchanged), since
+    Hessians in u are :math:`\sigma^2/s_y` times those in x.  So ``rho``, ``lam1`` and
+    ``lam2`` mean the same thing on data of any scale, and ``objective_`` is eq. 28 in the
+    standardized units (a number without units).
 
     Parameters
     ----------
     kernel : {"gaussian", "matern32", "matern52"} or Kernel, default="gaussian"
         Must be twice differentiable (the exponential kernel is refused).
-    sigma : float, default=1.0
+    sigma : "scale" or float, default="scale"
+        Kernel bandwidth in the units of x; "scale": :func:`psdsos.kernels.scale_bandwidth`
+        of the training inputs, sqrt(n_features * X.var() / 2) (scikit-learn's
+        ``gamma="scale"``).  The value used is ``kernel_.sigma`` (= ``x_scale_``).  The kernel
+        is isotropic: give features of very different spreads comparable units first
+        (``psdsos convex-fit`` standardizes each feature).
     rho : float, default=1e-4
         Ridge weight on ||f||_H^2 = alpha^T K alpha (> 0 for the dual solver).
     lam1, lam2 : float, default=0.0, 1e-3
@@ -136,13 +161,29 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     coef_ : ndarray (n_features,)
     X_fit_ : ndarray (n, n_features)
     B_ : ndarray (r d, r d)
+        In the user's units: Hess f(z_j) = Psi_j^T B_ Psi_j (= y_scale_ / x_scale_^2 times
+        the standardized problem's B).
     constraint_points_ : ndarray (m, n_features)
-    objective_, n_iter_, dual_gap_, constraint_residual_ : float / int
+    kernel_ : Kernel
+        The kernel with the bandwidth used (saved with the model).
+    x_offset_ : ndarray (n_features,)
+    x_scale_, y_offset_, y_scale_ : float
+        The standardized units (see "Units"): u = (x - x_offset_) / x_scale_,
+        t = (y - y_offset_) / y_scale_, x_scale_ = kernel_.sigma.
+    objective_ : float
+        Eq. 28 (eq. 37 with representation="exact", plus the unpenalized affine part) at
+        the returned point in the standardized units; in the user's units it is
+        1/s_y^2 times eq. 28 with the weights lam1 sigma^2 s_y and lam2 sigma^4 (see
+        "Units").
+    dual_coef_ : ndarray (m, n_features, n_features)
+        Dual variable (dual solver), in the standardized units.
+    n_iter_, dual_gap_, constraint_residual_ : int / float
+        dual_gap_ and constraint_residual_ are relative, hence the same in both units.
     """
 
     _parameter_constraints = {
         "kernel": KERNEL_OPTIONS,
-        "sigma": Interval(numbers.Real, 0.0, None, closed="neither"),
+        "sigma": Bandwidth(),
         "rho": Interval(numbers.Real, 0.0, None),
         "lam1": Interval(numbers.Real, 0.0, None),
         "lam2": Interval(numbers.Real, 0.0, None),
@@ -160,7 +201,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         "verbose": Verbose(),
     }
 
-    def __init__(self, kernel="gaussian", sigma=1.0, *, rho=1e-4, lam1=0.0, lam2=1e-3,
+    def __init__(self, kernel="gaussian", sigma="scale", *, rho=1e-4, lam1=0.0, lam2=1e-3,
                  solver="dual", primal_solver="SCS", representation="approx",
                  constraint_points=None, n_landmarks=None, fit_intercept=True, concave=False,
                  tol=1e-6, max_iter=20000, warm_start=False, random_state=None, verbose=False):
@@ -185,12 +226,62 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     def _sign(self):
         return -1.0 if self.concave else 1.0
 
+    # ---- standardized units -----------------------------------------------------------------
+    def _set_scaling(self, kernel, X, y):
+        """x_offset_, x_scale_, y_offset_, y_scale_ of the standardized problem.
+
+        u = (x - x_offset_) / x_scale_ with x_scale_ = the bandwidth sigma (the kernel has
+        bandwidth 1 in u) and t = s (y - y_offset_) / y_scale_ (s = -1 when concave), with
+        y_offset_ = mean(y) (0 without intercept) and y_scale_ the standard deviation of y
+        (its root mean square without intercept; 1 when y is constant).  Computed on y /
+        max|y| and scaled back: no overflow for |y| up to the float range.
+        """
+        self.x_offset_ = X.mean(axis=0)
+        self.x_scale_ = float(kernel.sigma)
+        a = float(np.max(np.abs(y)))
+        if a == 0.0:
+            self.y_offset_, self.y_scale_ = 0.0, 1.0
+            return
+        ya = y / a
+        m = float(np.mean(ya)) if self.fit_intercept else 0.0
+        sd = float(np.sqrt(np.mean((ya - m) ** 2)))
+        self.y_offset_ = a * m
+        self.y_scale_ = a * sd if sd > 0 else a
+
+    def _standardize(self, kernel, X, Z, y):
+        """(U, Zu, t, kernel_u): inputs, constraint points, signed target and unit-bandwidth
+        kernel in standardized units (see _set_scaling)."""
+        U = (X - self.x_offset_) / self.x_scale_
+        Zu = (Z - self.x_offset_) / self.x_scale_
+        t = self._sign() * ((y - self.y_offset_) / self.y_scale_)
+        kernel_u = copy.copy(kernel)
+        kernel_u.sigma = 1.0
+        return U, Zu, t, kernel_u
+
+    def _unscale(self, alpha, beta, B):
+        """Map the standardized solution (alpha, beta, B) back to the user's units.
+
+        With f(x) = s y_offset_ + y_scale_ g((x - x_offset_) / x_scale_): alpha and the
+        kernel part scale by y_scale_, the affine coefficients become
+        w = y_scale_ w_u / x_scale_, c = s y_offset_ + y_scale_ c_u - w^T x_offset_, and
+        Hess f = y_scale_ / x_scale_^2 Hess g, hence B = y_scale_ / x_scale_^2 B_u (the
+        features Psi depend on kernel values only, the same in both units).
+        """
+        sy, sx = self.y_scale_, self.x_scale_
+        alpha = sy * alpha
+        B = (sy / sx) / sx * B
+        if self.fit_intercept:
+            w = (sy / sx) * np.asarray(beta[1:], dtype=np.float64)
+            c = self._sign() * self.y_offset_ + sy * float(beta[0]) - float(w @ self.x_offset_)
+            beta = np.concatenate([[c], w])
+        return alpha, beta, B
+
     def _constraint_points(self, X, kernel=None):
         cp_ = self.constraint_points
         if cp_ is None:
             m_auto = AUTO_CONSTRAINT_POINTS if self.n_landmarks is None else 2 * self.n_landmarks
             if kernel is None:
-                kernel = get_kernel(self.kernel, self.sigma)
+                kernel = resolve_kernel(self.kernel, self.sigma, X)
             idx = _greedy_pivots(kernel, X, min(X.shape[0], m_auto),
                                  check_random_state(self.random_state), rtol=AUTO_PIVOT_RTOL)
             return X if len(idx) == X.shape[0] else X[idx]
@@ -219,7 +310,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             raise ValueError(f"y must be numeric (real targets), got dtype {y_kind}")
         X, y = validate_data(self, X, y, reset=True, dtype=np.float64, ensure_min_samples=2,
                              y_numeric=True)
-        kernel = get_kernel(self.kernel, self.sigma)
+        kernel = resolve_kernel(self.kernel, self.sigma, X)
         if kernel.differentiability < 2:
             raise ValueError(
                 f"kernel {kernel.name!r} is not twice differentiable; convex regression needs "
@@ -242,6 +333,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             raise ValueError("rho = 0 is not supported by solver='dual'; use solver='primal'")
         n = X.shape[0]
         Z = self._constraint_points(X, kernel)
+        self._set_scaling(kernel, X, y)
         rank = self.n_landmarks
         if self.constraint_points is None and rank is not None and rank >= Z.shape[0]:
             rank = None  # the default chose fewer points than the rank: exact on them
@@ -255,17 +347,18 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
                 )
             features = NystromFeatures(kernel, n_landmarks=rank,
                                        random_state=self.random_state).fit(Z)
-        Phi = features.transform(Z)
+        Phi = features.transform(Z)  # kernel values only: the same in standardized units
+        # the problem is solved in standardized units (see _set_scaling), mapped back after
+        U, Zu, t, kernel_u = self._standardize(kernel, X, Z, y)
         if self.representation == "exact":
-            return self._fit_exact(kernel, features, X, y, Z, Phi)
-        K = kernel(X, X)
-        Hk = kernel.hessian(Z, X)
-        E = np.hstack([np.ones((n, 1)), X]) if self.fit_intercept else None
-        s = self._sign()
-        problem = ConvexRegressionProblem(K, Hk, Phi, s * y, E, self.rho, self.lam1, self.lam2)
+            return self._fit_exact(kernel_u, features, X, U, t, Z, Zu, Phi)
+        K = kernel_u(U, U)
+        Hk = kernel_u.hessian(Zu, U)
+        E = np.hstack([np.ones((n, 1)), U]) if self.fit_intercept else None
+        problem = ConvexRegressionProblem(K, Hk, Phi, t, E, self.rho, self.lam1, self.lam2)
         alpha, beta, B = self._solve(problem, Z, ("alpha", "beta"))
         self.__dict__.pop("gamma_", None)  # no stale exact-representation coefficients
-        self._set_fitted(kernel, features, X, Z, alpha, beta, B)
+        self._set_fitted(kernel, features, X, Z, *self._unscale(alpha, beta, B))
         self.objective_ = float(problem.objective(alpha, beta, B))
         self.constraint_residual_ = float(problem.constraint_residual(alpha, B))
         return self
@@ -312,21 +405,23 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             self.intercept_ = 0.0
             self.coef_ = np.zeros(X.shape[1])
 
-    def _fit_exact(self, kernel, features, X, y, Z, Phi):
-        """representation="exact": eq. (37) in the primal or its dual (Proposition 17)."""
-        if kernel.differentiability < 4:
+    def _fit_exact(self, kernel_u, features, X, U, t, Z, Zu, Phi):
+        """representation="exact": eq. (37) in the primal or its dual (Proposition 17), in
+        standardized units (kernel_u, U, t, Zu), mapped back to the user's."""
+        if kernel_u.differentiability < 4:
             raise ValueError(
-                f"kernel {kernel.name!r} is not four times differentiable; "
+                f"kernel {kernel_u.name!r} is not four times differentiable; "
                 "representation='exact' needs fourth-order kernel derivatives (eq. 37): use "
                 "'gaussian' or 'matern52', or representation='approx'"
             )
         n = X.shape[0]
-        E = np.hstack([np.ones((n, 1)), X]) if self.fit_intercept else None
-        problem = ConvexRegressionExactProblem(kernel, X, Z, Phi, self._sign() * y, E,
+        E = np.hstack([np.ones((n, 1)), U]) if self.fit_intercept else None
+        problem = ConvexRegressionExactProblem(kernel_u, U, Zu, Phi, t, E,
                                                self.rho, self.lam1, self.lam2)
         alpha, gamma, beta, B = self._solve(problem, Z, ("alpha", "gamma", "beta"))
-        self._set_fitted(kernel, features, X, Z, alpha, beta, B)
-        self.gamma_ = gamma
+        self._set_fitted(features.kernel_, features, X, Z, *self._unscale(alpha, beta, B))
+        # d_pq k in standardized units = s_x^2 d_pq k in the user's: gamma scales by s_y s_x^2
+        self.gamma_ = gamma * (self.y_scale_ * self.x_scale_**2)
         self.objective_ = float(problem.objective(alpha, gamma, beta, B))
         self.constraint_residual_ = float(problem.constraint_residual(alpha, gamma, B))
         return self
@@ -337,10 +432,19 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         return validate_data(self, X, reset=False, dtype=np.float64)
 
     def _exact_args(self, X):
-        """Arguments of psdsos.sos.exact_* when fitted with representation="exact", else None."""
+        """Arguments of psdsos.sos.exact_* when fitted with representation="exact", else None.
+
+        In standardized units (unit bandwidth: the fourth derivatives ~ sigma^-4 of the
+        user's units would overflow for tiny sigma); the k-th derivative of the kernel part
+        in the user's units is y_scale_ / x_scale_^k times theirs.
+        """
         if getattr(self, "gamma_", None) is None:
             return None
-        return self.kernel_, self.X_fit_, self.constraint_points_, self.alpha_, self.gamma_, X
+        off, sx, sy = self.x_offset_, self.x_scale_, self.y_scale_
+        kernel_u = copy.copy(self.kernel_)
+        kernel_u.sigma = 1.0
+        return (kernel_u, (self.X_fit_ - off) / sx, (self.constraint_points_ - off) / sx,
+                self.alpha_ / sy, self.gamma_ / (sy * sx * sx), (X - off) / sx)
 
     def predict(self, X):
         """f(x) = c + w^T x + sum_i alpha_i k(x, x_i) (negated when concave).
@@ -350,7 +454,8 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         X = self._check_X(X)
         args = self._exact_args(X)
         if args is not None:
-            return self._sign() * (self.intercept_ + X @ self.coef_ + exact_value(*args))
+            return self._sign() * (self.intercept_ + X @ self.coef_
+                                   + self.y_scale_ * exact_value(*args))
         f = self.intercept_ + X @ self.coef_ + self.kernel_(X, self.X_fit_) @ self.alpha_
         return self._sign() * f
 
@@ -359,7 +464,8 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         X = self._check_X(X)
         args = self._exact_args(X)
         if args is not None:
-            return self._sign() * (self.coef_ + exact_gradient(*args))
+            g = (self.y_scale_ / self.x_scale_) * exact_gradient(*args)
+            return self._sign() * (self.coef_ + g)
         g = self.coef_ + np.einsum("mip,i->mp", self.kernel_.gradient(X, self.X_fit_),
                                    self.alpha_)
         return self._sign() * g
@@ -369,28 +475,94 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         X = self._check_X(X)
         args = self._exact_args(X)
         if args is not None:
-            return self._sign() * exact_hessian(*args)
+            return self._sign() * ((self.y_scale_ / self.x_scale_) / self.x_scale_
+                                   * exact_hessian(*args))
         H = np.einsum("mipq,i->mpq", self.kernel_.hessian(X, self.X_fit_), self.alpha_)
         return self._sign() * 0.5 * (H + H.transpose(0, 2, 1))
 
-    def convexity_deficit(self, X=None, *, n_points=4096, random_state=0):
+    def _evaluation_points(self, X, n_points, random_state):
+        """The rows of X (validated), or n_points scrambled Sobol points in the training
+        bounding box (seeded)."""
+        check_is_fitted(self, "alpha_")
+        if X is not None:
+            return X
+        if (isinstance(n_points, bool) or not isinstance(n_points, numbers.Integral)
+                or n_points < 1):
+            raise ValueError(f"n_points must be an integer >= 1, got {n_points!r}")
+        return sobol_points(self.X_fit_.min(axis=0), self.X_fit_.max(axis=0), int(n_points),
+                            random_state)
+
+    def convexity_deficit(self, X=None, *, n_points=4096, random_state=0, relative=False):
         r"""Estimate :math:`\eta = \max(0, -\min_x \lambda_{\min}(\nabla^2 f(x)))` (Corollary 7).
 
         Over the rows of ``X`` or, by default, ``n_points`` scrambled Sobol points in the
         bounding box of the training data (seeded).  For ``concave=True`` the deficit of
         concavity (of -f) is returned.  f + eta/2 ||x||^2 is then convex on those points
         (:meth:`predict_convexified`).
+
+        Parameters
+        ----------
+        X : array-like of shape (m, n_features), optional
+            Evaluation points; default: the Sobol points.
+        n_points : int >= 1, default=4096
+            Number of Sobol points when ``X`` is None.
+        random_state : int, default=0
+            Seed of the Sobol scrambling.
+        relative : bool, default=False
+            Return :math:`\eta / \kappa`, the deficit relative to the curvature scale
+            :math:`\kappa` of :meth:`curvature_scale` at the same points: a number without
+            units, invariant under positive scalings and shifts of x and y (``eta`` has the
+            units of y / x^2).  When :math:`\kappa = 0` (f affine on the points: every
+            Hessian is zero) the deficit is 0 too and 0.0 is returned.
+
+        Returns
+        -------
+        float
         """
-        check_is_fitted(self, "alpha_")
-        if X is None:
-            X = sobol_points(self.X_fit_.min(axis=0), self.X_fit_.max(axis=0), n_points,
-                             random_state)
-        H = self._sign() * self.hessian(X)
-        lmin = float(np.linalg.eigvalsh(H)[:, 0].min())
-        return max(0.0, -lmin)
+        Xe = self._evaluation_points(X, n_points, random_state)
+        H = self._sign() * self.hessian(Xe)
+        eig = np.linalg.eigvalsh(H)
+        eta = max(0.0, -float(eig[:, 0].min()))
+        if not relative:
+            return eta
+        kappa = float(np.mean(np.abs(eig).max(axis=1)))
+        return eta / kappa if kappa > 0 else 0.0
+
+    def curvature_scale(self, X=None, *, n_points=4096, random_state=0):
+        r"""Mean spectral norm of the Hessian, :math:`\kappa = \operatorname{mean}_x
+        \|\nabla^2 f(x)\|_2`.
+
+        Over the same points as :meth:`convexity_deficit` (the rows of ``X`` or ``n_points``
+        scrambled Sobol points in the training bounding box, seeded); the yardstick of
+        ``convexity_deficit(relative=True)``.  In the units of y / x^2; 0 for an exactly
+        affine fit.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, n_features), optional
+        n_points : int >= 1, default=4096
+        random_state : int, default=0
+
+        Returns
+        -------
+        float
+        """
+        Xe = self._evaluation_points(X, n_points, random_state)
+        eig = np.linalg.eigvalsh(self.hessian(Xe))
+        return float(np.mean(np.abs(eig).max(axis=1)))
 
     def predict_convexified(self, X, eta=None):
-        """f(x) + eta/2 ||x||^2 (f - eta/2 ||x||^2 when concave); eta from convexity_deficit."""
+        """f(x) + eta/2 ||x||^2 (f - eta/2 ||x||^2 when concave); eta from convexity_deficit.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, n_features)
+        eta : float >= 0, optional
+            Finite; default: :meth:`convexity_deficit` with its defaults.
+        """
+        if eta is not None and (isinstance(eta, bool) or not isinstance(eta, numbers.Real)
+                                or not np.isfinite(eta) or eta < 0):
+            raise ValueError(f"eta must be a finite real number >= 0, got {eta!r}")
         if eta is None:
             eta = self.convexity_deficit()
         X = self._check_X(X)
@@ -405,14 +577,17 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self, "alpha_")
         arrays = {"alpha": self.alpha_, "coef": self.coef_, "X_fit": self.X_fit_,
-                  "B": self.B_, "constraint_points": self.constraint_points_}
+                  "B": self.B_, "constraint_points": self.constraint_points_,
+                  "x_offset": self.x_offset_}
         if getattr(self, "gamma_", None) is not None:
             arrays["gamma"] = self.gamma_
         cp_ = self.constraint_points
         extra = {"fitted": {"intercept_": self.intercept_, "objective_": self.objective_,
                             "n_iter_": self.n_iter_, "dual_gap_": self.dual_gap_,
                             "constraint_residual_": self.constraint_residual_,
-                            "kernel": self.kernel_.name, "sigma": float(self.kernel_.sigma)}}
+                            "kernel": self.kernel_.name, "sigma": float(self.kernel_.sigma),
+                            "x_scale_": self.x_scale_, "y_offset_": self.y_offset_,
+                            "y_scale_": self.y_scale_}}
         if metadata:
             reserved = {"type", "params", "fitted", "format_version", "library", "array_shapes"}
             clash = reserved.intersection(metadata)
@@ -469,4 +644,10 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         est.dual_gap_ = f["dual_gap_"]
         est.constraint_residual_ = f["constraint_residual_"]
         est.n_features_in_ = est.X_fit_.shape[1]
+        # the standardized units of the fit (files written before they existed: the
+        # user's units with the kernel's bandwidth as the x scale)
+        est.x_offset_ = arrays.get("x_offset", np.zeros(est.n_features_in_))
+        est.x_scale_ = float(f.get("x_scale_", est.kernel_.sigma))
+        est.y_offset_ = float(f.get("y_offset_", 0.0))
+        est.y_scale_ = float(f.get("y_scale_", 1.0))
         return est

@@ -15,8 +15,15 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from psdsos.estimators._base import KERNEL_OPTIONS, Bool, Interval, validate_params
-from psdsos.kernels import Kernel, get_kernel
+from psdsos.estimators._base import (
+    KERNEL_OPTIONS,
+    Bandwidth,
+    Bool,
+    Interval,
+    resolve_kernel,
+    validate_params,
+)
+from psdsos.kernels import Kernel
 
 __all__ = ["KernelRidgeRegressor"]
 
@@ -54,8 +61,10 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
     Parameters
     ----------
     kernel : {"gaussian", "exponential", "matern32", "matern52"} or Kernel, default="gaussian"
-    sigma : float, default=1.0
-        Bandwidth :math:`\sigma > 0` (ignored for a Kernel object, which carries its own).
+    sigma : "scale" or float, default="scale"
+        Bandwidth :math:`\sigma > 0` (ignored for a Kernel object, which carries its own);
+        "scale": :func:`psdsos.kernels.scale_bandwidth` of the training inputs,
+        sqrt(n_features * X.var() / 2).  The value used is ``kernel_.sigma``.
     rho : float, default=1e-4
         Ridge weight :math:`\rho \ge 0` on :math:`\|f\|_{\mathcal H}^2 = \alpha^T\mathbf K
         \alpha` (the same ``rho`` as :class:`psdsos.ConvexRegressor`).
@@ -90,12 +99,12 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
 
     _parameter_constraints = {
         "kernel": KERNEL_OPTIONS,
-        "sigma": Interval(numbers.Real, 0.0, None, closed="neither"),
+        "sigma": Bandwidth(),
         "rho": Interval(numbers.Real, 0.0, None),
         "fit_intercept": Bool(),
     }
 
-    def __init__(self, kernel="gaussian", sigma=1.0, *, rho=1e-4, fit_intercept=True):
+    def __init__(self, kernel="gaussian", sigma="scale", *, rho=1e-4, fit_intercept=True):
         self.kernel = kernel
         self.sigma = sigma
         self.rho = rho
@@ -116,11 +125,11 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
         validate_params(self)
         X, y = validate_data(self, X, y, reset=True, dtype=np.float64, y_numeric=True)
         n, p = X.shape
-        kernel = get_kernel(self.kernel, self.sigma)
+        kernel = resolve_kernel(self.kernel, self.sigma, X)
         self.kernel_, self.X_fit_ = kernel, X
         if not isinstance(self.kernel, Kernel) and self.kernel.lower() == "gaussian":
             krr, Xin = KernelRidge(alpha=n * self.rho, kernel="rbf",
-                                   gamma=1.0 / (2.0 * self.sigma**2)), X
+                                   gamma=1.0 / (2.0 * kernel.sigma**2)), X
         else:
             krr, Xin = KernelRidge(alpha=n * self.rho, kernel="precomputed"), kernel(X, X)
         if not self.fit_intercept:

@@ -13,17 +13,18 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from psdsos._validation import check_psd_targets
 from psdsos.estimators._base import (
     KERNEL_OPTIONS,
+    Bandwidth,
     Bool,
     Interval,
     Options,
     RandomState,
     Verbose,
     register_loadable,
+    resolve_kernel,
     save_estimator,
     validate_params,
 )
 from psdsos.features import ExactFeatures, NystromFeatures
-from psdsos.kernels import get_kernel
 from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_primal
 from psdsos.sos import PSDLeastSquares, PSDModel, project_psd
 
@@ -67,8 +68,10 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
     Parameters
     ----------
     kernel : {"gaussian", "exponential", "matern32", "matern52"} or Kernel, default="gaussian"
-    sigma : float, default=1.0
-        Bandwidth (ignored when ``kernel`` is a Kernel object).
+    sigma : "scale" or float, default="scale"
+        Bandwidth; "scale": :func:`psdsos.kernels.scale_bandwidth` of the training inputs,
+        sqrt(n_features * X.var() / 2) (scikit-learn's ``gamma="scale"``); the value used
+        is ``kernel_.sigma``.  Ignored when ``kernel`` is a Kernel object.
     lam1 : float, default=0.0
         Trace weight lambda_1 >= 0.  lam1 = lam2 = 0 is refused (ValueError): the infimum
         is then in general not attained (Theorem 2 needs lam1 > 0 or lam2 > 0).
@@ -130,7 +133,7 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
 
     _parameter_constraints = {
         "kernel": KERNEL_OPTIONS,
-        "sigma": Interval(numbers.Real, 0.0, None, closed="neither"),
+        "sigma": Bandwidth(),
         "lam1": Interval(numbers.Real, 0.0, None),
         "lam2": Interval(numbers.Real, 0.0, None),
         "solver": Options(["dual", "primal"]),
@@ -144,7 +147,7 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         "verbose": Verbose(),
     }
 
-    def __init__(self, kernel="gaussian", sigma=1.0, *, lam1=0.0, lam2=1e-3, solver="dual",
+    def __init__(self, kernel="gaussian", sigma="scale", *, lam1=0.0, lam2=1e-3, solver="dual",
                  primal_solver="SCS", n_landmarks=None, landmarks="uniform", tol=1e-7,
                  max_iter=10000, warm_start=False, random_state=None, verbose=False):
         self.kernel = kernel
@@ -208,7 +211,7 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
                 "lam2 = 0 is not supported by solver='dual' (the dual of eq. 12 needs lam2 > 0); "
                 "use solver='primal', which handles lam2 = 0 with lam1 >= 0"
             )
-        kernel = get_kernel(self.kernel, self.sigma)
+        kernel = resolve_kernel(self.kernel, self.sigma, X)
         if self.n_landmarks is None:
             features = ExactFeatures(kernel).fit(X)
         else:

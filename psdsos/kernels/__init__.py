@@ -18,6 +18,7 @@ from psdsos.kernels._kernels import (
     Matern32Kernel,
     Matern52Kernel,
     get_kernel,
+    scale_bandwidth,
 )
 
 __all__ = [
@@ -28,4 +29,5 @@ __all__ = [
     "Matern52Kernel",
     "KERNELS",
     "get_kernel",
+    "scale_bandwidth",
 ]

@@ -47,6 +47,7 @@ __all__ = [
     "Matern52Kernel",
     "KERNELS",
     "get_kernel",
+    "scale_bandwidth",
 ]
 
 #: ``differentiability`` of the infinitely smooth Gaussian kernel (any large integer works).
@@ -721,3 +722,62 @@ def get_kernel(kernel, sigma=None):
             "a finite real number > 0, got None"
         )
     return KERNELS[name](sigma=sigma)
+
+
+def scale_bandwidth(X):
+    """Bandwidth ``sigma="scale"`` from the inputs' spread, as scikit-learn's ``gamma="scale"``.
+
+    scikit-learn's ``SVC(gamma="scale")`` uses :math:`\\gamma = 1 / (p \\operatorname{Var}(X))`
+    in :math:`k(x, y) = e^{-\\gamma\\|x - y\\|^2}`, with ``Var(X) = X.var()`` the variance
+    of all the entries of ``X`` together (one number, not per feature) and ``p`` the number
+    of features.  Our Gaussian kernel :math:`e^{-\\|x - y\\|^2 / (2\\sigma^2)}` equals it
+    for :math:`\\gamma = 1 / (2\\sigma^2)`, hence
+
+    .. math::
+
+        \\sigma_{\\text{scale}} = \\sqrt{\\frac{p \\operatorname{Var}(X)}{2}},
+
+    half the root-mean-square distance between two independent training points
+    (:math:`\\mathbb E\\|x - x'\\|^2 = 2 p \\operatorname{Var}` for centred features of equal
+    spread).  The same :math:`\\sigma` is used for every kernel of this module.  It is
+    proportional to the scale of ``X``: ``scale_bandwidth(a * X + b) == |a| *
+    scale_bandwidth(X)`` for scalars ``a != 0``, ``b``, so an estimator with
+    ``sigma="scale"`` sees the same kernel matrix whatever the units of the (common) scale.
+    The variance is computed on ``X / max|X|`` and scaled back, so it neither overflows nor
+    underflows for inputs of magnitude 1e-150 or 1e150.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Training inputs (finite).
+
+    Returns
+    -------
+    sigma : float
+        Finite and > 0.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not a finite 2-D array, or has zero spread (all entries equal): no scale
+        can be derived; give a numeric ``sigma``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from psdsos.kernels import scale_bandwidth
+    >>> X = np.array([[0.0], [2.0]])          # Var(X) = 1, p = 1
+    >>> print(round(scale_bandwidth(X), 6))          # sqrt(1 / 2)
+    0.707107
+    """
+    X = check_array_2d(X, "X")
+    a = float(np.max(np.abs(X)))
+    var = float(np.var(X / a)) if a > 0 else 0.0
+    sigma = a * np.sqrt(X.shape[1] * var / 2.0)
+    if not (np.isfinite(sigma) and sigma > 0):
+        raise ValueError(
+            f"X has zero spread (all {X.size} entries equal {X.flat[0]!r}): sigma='scale' "
+            "(scale_bandwidth) derives the kernel bandwidth from the spread of the training "
+            "inputs; give a numeric sigma > 0"
+        )
+    return float(sigma)

@@ -4,7 +4,8 @@
   :class:`SearchResult`, parallel through joblib (loky, threading, Dask, Ray backends),
   one job per (split, kernel parameters) sweeping the regularization weights from large to
   small with warm starts.
-- :func:`paper_grid_psd`: the grid of the PSD paper, Appendix D.1.
+- :func:`paper_grid_psd`, :func:`paper_grid_convex`: the grids of the PSD paper, Appendix D.1
+  and D.2 (absolute, or relative to the data's scale), and :func:`relative_sigmas`.
 - :func:`neg_mse_scorer`: negated mean squared Frobenius error, a scorer for 3-D targets
   (also usable with scikit-learn's ``GridSearchCV``).
 
@@ -16,7 +17,10 @@ from psdsos.model_selection._search import (
     SearchResult,
     grid_search_cv,
     neg_mse_scorer,
+    paper_grid_convex,
     paper_grid_psd,
+    relative_sigmas,
 )
 
-__all__ = ["PATH_PARAMS", "SearchResult", "grid_search_cv", "neg_mse_scorer", "paper_grid_psd"]
+__all__ = ["PATH_PARAMS", "SearchResult", "grid_search_cv", "neg_mse_scorer", "paper_grid_convex",
+           "paper_grid_psd", "relative_sigmas"]

@@ -13,10 +13,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from psdsos._validation import check_saved_meta
 from psdsos.estimators._base import (
     KERNEL_OPTIONS,
+    Bandwidth,
     Interval,
     Options,
     RandomState,
     register_loadable,
+    resolve_kernel,
     save_estimator,
     validate_params,
 )
@@ -45,7 +47,7 @@ class _OutputOption:
 
 _COMMON_CONSTRAINTS = {
     "kernel": KERNEL_OPTIONS,
-    "sigma": Interval(numbers.Real, 0.0, None, closed="neither"),
+    "sigma": Bandwidth(),
     "lam": Interval(numbers.Real, 0.0, None, closed="neither"),
     "output": _OutputOption(),
     "n_landmarks": Interval(numbers.Integral, 1, None, allow_none=True),
@@ -74,7 +76,7 @@ class _KernelWeights(BaseEstimator):
         Yc = space.check_Y(Y, "Y")
         if len(Yc) != n:
             raise ValueError(f"X and Y have different numbers of samples: {n} and {len(Yc)}")
-        kernel = get_kernel(self.kernel, self.sigma)
+        kernel = resolve_kernel(self.kernel, self.sigma, X)
         self.kernel_ = kernel
         if self.n_landmarks is None:
             K = kernel(X, X)
@@ -303,8 +305,11 @@ class SELFEstimator(_KernelWeights):
     Parameters
     ----------
     kernel : {"gaussian", "exponential", "matern32", "matern52"} or Kernel, default="gaussian"
-    sigma : float, default=1.0
-        Bandwidth (ignored when ``kernel`` is a Kernel object).
+    sigma : "scale" or float, default="scale"
+        Bandwidth; "scale": :func:`psdsos.kernels.scale_bandwidth` of the training inputs,
+        sqrt(n_features * X.var() / 2) (scikit-learn's ``gamma="scale"``); the value used is
+        ``kernel_.sigma`` (saved with the model).  Ignored when ``kernel`` is a Kernel
+        object.
     lam : float, default=1e-3
         Ridge parameter lambda > 0 of eq. 3.
     output : str or OutputSpace, default="euclidean"
@@ -353,7 +358,7 @@ class SELFEstimator(_KernelWeights):
         "tol": Interval(numbers.Real, 0.0, None, closed="neither", allow_none=True),
     }
 
-    def __init__(self, kernel="gaussian", sigma=1.0, *, lam=1e-3, output="euclidean",
+    def __init__(self, kernel="gaussian", sigma="scale", *, lam=1e-3, output="euclidean",
                  decode_method="auto", n_landmarks=None, landmarks="uniform", max_iter=None,
                  tol=None, random_state=None):
         self.kernel = kernel
@@ -423,7 +428,7 @@ class KRLSEstimator(_KernelWeights):
 
     _parameter_constraints = dict(_COMMON_CONSTRAINTS)
 
-    def __init__(self, kernel="gaussian", sigma=1.0, *, lam=1e-3, output="euclidean",
+    def __init__(self, kernel="gaussian", sigma="scale", *, lam=1e-3, output="euclidean",
                  n_landmarks=None, landmarks="uniform", random_state=None):
         self.kernel = kernel
         self.sigma = sigma
