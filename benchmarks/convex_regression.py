@@ -19,7 +19,16 @@ most 100 with exact features, 2 r with Nystrom rank r) unless a row says "all":
    the tighter tolerances of that solver are skipped;
 2. the time of a full n = 1000, Nystrom r = 50 fit at tol 1e-4 and the default 1e-6
    (budget 120 s);
-3. CNLS (PiecewiseLinearConvexRegressor, cutting planes) for n in {100, 300, 1000}.
+3. the default ConvexRegressor in input dimension 10 (n = 200 and 1000, data of eq. (30) as
+   ``convex-fit --demo`` draws it, X ~ U[-2 pi, 2 pi]^10), with sigma = 1 and with
+   sigma = sqrt(d * mean variance of the columns of X) (a proxy of a data-scaled bandwidth):
+   wall and CPU time, iterations, certificate (target < 30 s);
+4. the certified convexity deficit relative to the curvature scale in d = 3, 4, 5 (same data,
+   default estimator, both bandwidths): eta = max(0, -min_x lambda_min(Hess f(x))) and
+   kappa = mean_x ||Hess f(x)||_2 over 4096 scrambled Sobol points of the data's bounding box
+   (seed 0), eta / kappa for the default constraint points (pivots among the training points
+   and the box's corners) and for the pivots among the training points only (target 1e-3);
+5. CNLS (PiecewiseLinearConvexRegressor, cutting planes) for n in {100, 300, 1000}.
 
 Wall and CPU seconds: the machine may be shared with other jobs (CPU time is the steadier
 figure); the ratios are measured side by side in this one run.
@@ -28,6 +37,7 @@ Usage::
 
     python benchmarks/convex_regression.py            # full run (~10-15 min, mostly budgets)
     python benchmarks/convex_regression.py --quick    # tiny sizes (CI keeps it from rotting)
+    python benchmarks/convex_regression.py --only-dimensions --deficit-n 200  # sections 3-4
 """
 
 from __future__ import annotations
