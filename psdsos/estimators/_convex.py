@@ -205,7 +205,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             if X.shape[0] >= m_auto and 2**p <= AUTO_CORNER_FRACTION * m_auto:
                 lo, hi = X.min(axis=0), X.max(axis=0)
                 bits = (np.arange(2**p)[:, None] >> np.arange(p)) & 1
-                corners = np.unique(lo + bits * (hi - lo), axis=0)
+                corners = np.unique(np.where(bits == 1, hi, lo), axis=0)
                 new = ~(corners[:, None, :] == X[None, :, :]).all(axis=2).any(axis=1)
                 cand = np.vstack([X, corners[new]])
             idx = _greedy_pivots(kernel, cand, min(cand.shape[0], m_auto),
