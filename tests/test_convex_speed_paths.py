@@ -128,7 +128,7 @@ def _relative_deficit(est, X):
     return max(0.0, -float(w[:, 0].min())) / float(np.abs(w).max(axis=1).mean())
 
 
-@pytest.mark.slow  # ~40 s of CPU: two fits of 100 points in d = 3 and 4096 Hessians
+@pytest.mark.slow  # 1-3 min: two fits of 100 points in d = 3 (hundreds of iterations)
 def test_default_constraint_points_cover_the_box_corners(monkeypatch):
     # regression: pivots among the training points only left the fit non-convex near the
     # faces and corners of the bounding box (eta / kappa ~ 0.5 in d = 3-5); the corners
