@@ -19,7 +19,16 @@ most 100 with exact features, 2 r with Nystrom rank r) unless a row says "all":
    the tighter tolerances of that solver are skipped;
 2. the time of a full n = 1000, Nystrom r = 50 fit at tol 1e-4 and the default 1e-6
    (budget 120 s);
-3. CNLS (PiecewiseLinearConvexRegressor, cutting planes) for n in {100, 300, 1000}.
+3. the default ConvexRegressor in input dimension 10 (n = 200 and 1000, data of eq. (30) as
+   ``convex-fit --demo`` draws it, X ~ U[-2 pi, 2 pi]^10), with sigma = 1 and with
+   sigma = sqrt(d * mean variance of the columns of X) (a proxy of a data-scaled bandwidth):
+   wall and CPU time, iterations, certificate (target < 30 s);
+4. the certified convexity deficit relative to the curvature scale in d = 3, 4, 5 (same data,
+   default estimator, both bandwidths): eta = max(0, -min_x lambda_min(Hess f(x))) and
+   kappa = mean_x ||Hess f(x)||_2 over 4096 scrambled Sobol points of the data's bounding box
+   (seed 0), eta / kappa for the default constraint points (pivots among the training points
+   and the box's corners) and for the pivots among the training points only (target 1e-3);
+5. CNLS (PiecewiseLinearConvexRegressor, cutting planes) for n in {100, 300, 1000}.
 
 Wall and CPU seconds: the machine may be shared with other jobs (CPU time is the steadier
 figure); the ratios are measured side by side in this one run.
@@ -28,6 +37,7 @@ Usage::
 
     python benchmarks/convex_regression.py            # full run (~10-15 min, mostly budgets)
     python benchmarks/convex_regression.py --quick    # tiny sizes (CI keeps it from rotting)
+    python benchmarks/convex_regression.py --only-dimensions --deficit-n 200  # sections 3-4
 """
 
 from __future__ import annotations
@@ -40,10 +50,13 @@ import time
 import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
+import psdsos.estimators._convex as convex_module
 from psdsos import ConvexRegressor, PiecewiseLinearConvexRegressor
 from psdsos.datasets import make_convex_regression
+from psdsos.estimators._convex import sobol_points
 
 SIGMA, RHO, LAM1, LAM2 = 1.0, 1e-4, 0.0, 1e-4
 TARGET, RES_MAX = 1e-5, 1e-4
@@ -54,14 +67,38 @@ def data(n):
 
 
 def _fit(X, y, kw):
+    kw = dict(kw)
+    defaults = kw.pop("defaults", False)  # the estimator's defaults (sigma given), else ours
+    deficit = kw.pop("deficit", False)
+    if kw.pop("no_corners", False):  # the previous default: training points only
+        convex_module.AUTO_CORNER_FRACTION = 0.0
+    base = {} if defaults else {"sigma": SIGMA, "rho": RHO, "lam1": LAM1, "lam2": LAM2}
     w0, c0 = time.perf_counter(), time.process_time()
-    with threadpool_limits(1), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        m = ConvexRegressor(sigma=SIGMA, rho=RHO, lam1=LAM1, lam2=LAM2, random_state=0,
-                            **kw).fit(X, y)
-    return {"obj": m.objective_, "res": m.constraint_residual_, "it": m.n_iter_,
-            "gap": m.dual_gap_, "wall": time.perf_counter() - w0,
-            "cpu": time.process_time() - c0}
+    with threadpool_limits(1), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = ConvexRegressor(**{**base, "random_state": 0, **kw}).fit(X, y)
+    out = {"obj": m.objective_, "res": m.constraint_residual_, "it": m.n_iter_,
+           "gap": m.dual_gap_, "wall": time.perf_counter() - w0,
+           "cpu": time.process_time() - c0, "m": len(m.constraint_points_),
+           "warned": any(issubclass(w.category, ConvergenceWarning) for w in caught)}
+    if deficit:
+        out.update(relative_deficit(m, X))
+    return out
+
+
+def relative_deficit(model, X, n_points=4096):
+    """eta / kappa at n_points scrambled Sobol points of the data's bounding box (seed 0):
+    eta = max(0, -min_x lambda_min(Hess f(x))), kappa = mean_x ||Hess f(x)||_2."""
+    Z = sobol_points(X.min(axis=0), X.max(axis=0), n_points, 0)
+    w = np.linalg.eigvalsh(model.hessian(Z))
+    eta = max(0.0, -float(w[:, 0].min()))
+    kappa = float(np.abs(w).max(axis=1).mean())
+    return {"eta": eta, "kappa": kappa, "rel_deficit": eta / kappa}
+
+
+def scale_sigma(X):
+    """sqrt(d * mean variance of the columns): the proxy of sigma="scale" used here."""
+    return float(np.sqrt(X.shape[1] * X.var(axis=0).mean()))
 
 
 def _child(conn, X, y, kw):
@@ -135,18 +172,83 @@ def ratio(a, b, budget=None):
     return f"{a['wall'] / b['wall']:.1f}x"
 
 
+def _dimension_sections(args, dim_sizes, budget, deficit_cases):
+    """Input dimension 10 (default estimator) and the convexity deficit in d = 3-5."""
+    sig_txt = "sigma = 1 (the default) and sigma = sqrt(d mean Var X) (a proxy of 'scale')"
+    lines = ["", f"## Default ConvexRegressor in input dimension 10 ({sig_txt})", "",
+             "Data of eq. (30) as `convex-fit --demo` draws it (X ~ U[-2 pi, 2 pi]^d, noise "
+             f"0.1, seed 0); defaults otherwise; budget {budget:.0f} s per fit (target < 30 s).",
+             "", "| n | d | sigma | m | wall s | cpu s | iters | rel. gap | residual | warned |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    print("\n".join(lines), flush=True)
+
+    def row(n, d, sigma, out, extra=""):
+        if out is None or "error" in out:
+            return f"| {n} | {d} | {sigma:.3g} | | {_desc(out)} (budget {budget:.0f} s) |" + extra
+        return (f"| {n} | {d} | {sigma:.3g} | {out['m']} | {out['wall']:.1f} | {out['cpu']:.1f} "
+                f"| {out['it']} | {out['gap']:.1e} | {out['res']:.1e} | "
+                f"{'yes' if out['warned'] else 'no'} |")
+
+    for n, d in dim_sizes:
+        X, y = make_convex_regression(n, d, noise=0.1, random_state=0)
+        for sigma in (1.0, scale_sigma(X)):
+            out = fit_budget(X, y, {"defaults": True, "sigma": sigma}, budget)
+            lines.append(row(n, d, sigma, out, " | | | | |"))
+            print(lines[-1], flush=True)
+
+    head = ["", "## Certified convexity deficit relative to the curvature scale, d = 3-5", "",
+            "eta = max(0, -min lambda_min(Hess f)) and kappa = mean ||Hess f||_2 over 4096 "
+            "scrambled Sobol points of the data's bounding box; default ConvexRegressor "
+            "(constraint points: pivots among the training points and the box corners) "
+            "against the previous default (pivots among the training points only); "
+            f"budget {budget:.0f} s per fit (target eta / kappa < 1e-3).", "",
+            "| n | d | sigma | constraint points | m | eta / kappa | wall s | cpu s | iters "
+            "| warned |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += head
+    print("\n".join(head), flush=True)
+    for n, d in deficit_cases:
+        X, y = make_convex_regression(n, d, noise=0.1, random_state=0)
+        for sigma in (1.0, scale_sigma(X)):
+            for name, extra in (("training + corners", {}),
+                                ("training only", {"no_corners": True})):
+                out = fit_budget(X, y, {"defaults": True, "sigma": sigma, "deficit": True,
+                                        **extra}, budget)
+                if out is None or "error" in out:
+                    lines.append(f"| {n} | {d} | {sigma:.3g} | {name} | | {_desc(out)} | | | "
+                                 "| |")
+                else:
+                    lines.append(
+                        f"| {n} | {d} | {sigma:.3g} | {name} | {out['m']} | "
+                        f"{out['rel_deficit']:.1e} | {out['wall']:.1f} | {out['cpu']:.1f} | "
+                        f"{out['it']} | {'yes' if out['warned'] else 'no'} |")
+                print(lines[-1], flush=True)
+    return lines
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes, for CI")
     ap.add_argument("--out", default="bench-out/convex_regression.md")
+    ap.add_argument("--only-dimensions", action="store_true",
+                    help="only the sections on input dimension 10 and the deficits in d = 3-5")
+    ap.add_argument("--deficit-n", type=int, nargs="+", default=[200, 1000], metavar="N",
+                    help="sample sizes of the deficit section (default: 200 1000)")
+    ap.add_argument("--dim-budget", type=float, default=300.0, metavar="S",
+                    help="time budget of each fit in the dimension sections (default: 300)")
     args = ap.parse_args(argv)
     if args.quick:
         sizes, budget = [(20, None, None), (30, None, None)], 8.0
         big, big_budget, cnls_sizes = (100, 10), 5.0, [30, 60]
+        dim_sizes, dim_budget = [(20, 3)], 10.0
+        deficit_cases = [(20, 2)]
     else:
         sizes = [(50, None, None), (200, None, None), (1000, 50, None), (200, None, "train")]
         budget = 60.0
         big, big_budget, cnls_sizes = (1000, 50), 120.0, [100, 300, 1000]
+        dim_sizes, dim_budget = [(200, 10), (1000, 10)], args.dim_budget
+        deficit_cases = [(n, d) for n in args.deficit_n for d in (3, 4, 5)]
+    if args.only_dimensions:
+        sizes, cnls_sizes, big = [], [], None
     lines = [
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores "
         "(shared with other jobs during this run), 1 BLAS thread; "
@@ -207,13 +309,14 @@ def main(argv=None):
             lines.append(row)
             print(row, flush=True)
 
-        n, r = big
-        X, y = data(n)
-        lines += ["", f"## Full fit, n = {n}, Nystrom r = {r}, dual, default constraint "
-                  f"points (target < 30 s)",
-                  "", "| n | r | tol | wall s | cpu s | iters | rel. gap | residual |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for tol in (1e-4, 1e-6):
+        n, r = big or (0, 0)
+        X, y = data(max(n, 2))
+        if big:
+            lines += ["", f"## Full fit, n = {n}, Nystrom r = {r}, dual, default constraint "
+                      f"points (target < 30 s)",
+                      "", "| n | r | tol | wall s | cpu s | iters | rel. gap | residual |",
+                      "|---|---|---|---|---|---|---|---|"]
+        for tol in (1e-4, 1e-6) if big else ():
             out = fit_budget(X, y, {"n_landmarks": r, "tol": tol}, big_budget)
             if out is None or "error" in out:
                 lines.append(f"| {n} | {r} | {tol:g} | {_desc(out)} (budget {big_budget:.0f} s) "
@@ -222,6 +325,8 @@ def main(argv=None):
                 lines.append(f"| {n} | {r} | {tol:g} | {out['wall']:.2f} | {out['cpu']:.2f} "
                              f"| {out['it']} | {out['gap']:.1e} | {out['res']:.1e} |")
             print(lines[-1], flush=True)
+
+        lines += _dimension_sections(args, dim_sizes, dim_budget, deficit_cases)
 
         lines += ["", "## CNLS (eq. 27, cutting planes, Clarabel), same data", "",
                   "| n | wall s | cpu s | rounds | pairs |", "|---|---|---|---|---|"]

@@ -837,12 +837,16 @@ def test_default_constraint_points_are_pivots(n, p, sigma, n_landmarks):
     est = ConvexRegressor(sigma=sigma, n_landmarks=n_landmarks, random_state=3)
     Z = est._constraint_points(X)
     m_auto = 100 if n_landmarks is None else 2 * n_landmarks
-    rows = [np.flatnonzero((X == z).all(axis=1)) for z in Z]
+    # candidates: the training points and (n >= m_auto, 2^p <= m_auto / 2) the box corners
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    corners = np.array(list(itertools.product(*zip(lo, hi, strict=True))))
+    cand = np.vstack([X, corners]) if n >= m_auto and 2**p <= m_auto / 2 else X
+    rows = [np.flatnonzero((cand == z).all(axis=1)) for z in Z]
     assert all(len(r) == 1 for r in rows) and len({int(r[0]) for r in rows}) == len(Z)
     assert 1 <= len(Z) <= m_auto
     if len(Z) < m_auto:
         kernel = GaussianKernel(sigma)
-        assert _residual_variances(kernel, X, Z).max() <= 1e-6 * (1 + 1e-6)
+        assert _residual_variances(kernel, cand, Z).max() <= 1e-6 * (1 + 1e-6)
     np.testing.assert_array_equal(
         Z, ConvexRegressor(sigma=sigma, n_landmarks=n_landmarks,
                            random_state=3)._constraint_points(X))

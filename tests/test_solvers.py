@@ -284,11 +284,13 @@ def test_dual_verbose_prints_progress(rng, seed, capsys):
     X, M = make_data(rng, 6, 1)
     pb = PSDLeastSquares(make_features("exact", X, seed).transform(X), M, 0.0, 1e-3)
     res = solve_dual(pb, tol=1e-8, verbose=1)
-    out = capsys.readouterr().out
-    assert out.count("[psdsos dual]") == res.n_iter
-    assert f"iter {res.n_iter:6d}" in out
+    captured = capsys.readouterr()
+    assert captured.out == ""  # progress goes to stderr
+    err = captured.err
+    assert err.count("[psdsos dual] iter") == res.n_iter
+    assert f"iter {res.n_iter:6d}" in err
     res = solve_dual(pb, tol=1e-8, verbose=False)
-    assert capsys.readouterr().out == ""
+    assert capsys.readouterr() == ("", "")
 
 
 class WeightedLeastSquares(DualProblem):

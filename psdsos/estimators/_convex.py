@@ -61,6 +61,12 @@ AUTO_CONSTRAINT_POINTS = 100
 #: The default stops choosing constraint points once every other training point's residual
 #: kernel variance is below this fraction of k(x, x) (greedy pivoted Cholesky).
 AUTO_PIVOT_RTOL = 1e-6
+#: The default also offers the 2^d corners of the data's bounding box to the pivoting when
+#: n >= m_auto and 2^d <= this fraction of its m_auto points (d <= 5 with exact features):
+#: a fit constrained at training points only was non-convex near the box's faces and
+#: corners, where training points are sparse (relative deficit ~0.5 in d = 3-5, 0 with the
+#: corners; measured in benchmarks/convex_regression.py).
+AUTO_CORNER_FRACTION = 0.5
 
 
 def sobol_points(lo, hi, n_points, random_state):
@@ -131,15 +137,17 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     constraint_points : None, "train", int or array of shape (m, n_features)
         Where the Hessian constraint is imposed: ``"train"``: the training points (eq. 19,
         28); an int: that many scrambled Sobol points in the data's bounding box (seeded);
-        or given points.  ``None`` (default): training points chosen by greedy pivoted
-        Cholesky of the kernel (spread out, kernel matrix well conditioned), at most
-        m_auto of them (100 with exact features, 2 * n_landmarks with Nystrom features),
-        stopping once every other training point's residual kernel variance is below
-        1e-6 k(x, x); all the training points when none is that redundant.  With more,
-        or nearly dependent, points the constrained problem is close to having no
-        strictly feasible point and the dual crawls or diverges (measured:
-        docs/convex-regression.md, "Constraint points"); ``"train"`` keeps the paper's
-        choice whatever n.
+        or given points.  ``None`` (default): points chosen by greedy pivoted Cholesky of
+        the kernel (spread out, kernel matrix well conditioned) among the training points
+        and, when n >= m_auto and 2^d <= m_auto / 2 (d <= 5 with exact features), the 2^d
+        corners of the data's bounding box (where the Hessian is otherwise least
+        controlled), at most m_auto of them (100 with exact features, 2 * n_landmarks with
+        Nystrom features), stopping once every other candidate's residual kernel variance
+        is below 1e-6 k(x, x); all the training points when none is that redundant and no
+        corner is offered.  With more, or nearly dependent, points the constrained problem
+        is close to having no strictly feasible point and the dual crawls or diverges
+        (measured: docs/convex-regression.md, "Constraint points"); ``"train"`` keeps the
+        paper's choice whatever n.
     n_landmarks : int or None
         Nystrom rank of the SoS features Psi (the paper uses 25 when n > 25); the
         landmarks are drawn among the constraint points.  With the default constraint
@@ -282,9 +290,17 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             m_auto = AUTO_CONSTRAINT_POINTS if self.n_landmarks is None else 2 * self.n_landmarks
             if kernel is None:
                 kernel = resolve_kernel(self.kernel, self.sigma, X)
-            idx = _greedy_pivots(kernel, X, min(X.shape[0], m_auto),
+            cand = X
+            p = X.shape[1]
+            if X.shape[0] >= m_auto and 2**p <= AUTO_CORNER_FRACTION * m_auto:
+                lo, hi = X.min(axis=0), X.max(axis=0)
+                bits = (np.arange(2**p)[:, None] >> np.arange(p)) & 1
+                corners = np.unique(np.where(bits == 1, hi, lo), axis=0)
+                new = ~(corners[:, None, :] == X[None, :, :]).all(axis=2).any(axis=1)
+                cand = np.vstack([X, corners[new]])
+            idx = _greedy_pivots(kernel, cand, min(cand.shape[0], m_auto),
                                  check_random_state(self.random_state), rtol=AUTO_PIVOT_RTOL)
-            return X if len(idx) == X.shape[0] else X[idx]
+            return X if len(idx) == cand.shape[0] == X.shape[0] else cand[idx]
         if isinstance(cp_, str) and cp_ == "train":
             return X
         if isinstance(cp_, numbers.Integral):

@@ -36,13 +36,17 @@ The solver is an accelerated (Nesterov/FISTA) gradient method with
   the FISTA sequence otherwise, and a gradient restart in both cases
   (O'Donoghue and Candes, 2015);
 * stopping on the relative duality gap
-  :math:`(P(\mathbf B(\Gamma)) - (-D(\Gamma))) / \max(|P|, |D|)`, computed at every
-  iteration from the same eigendecomposition as the gradient;
+  :math:`(P(\mathbf B(\Gamma)) - (-D(\Gamma))) / \max(|P|, |D|, P_0)`, computed at every
+  iteration from the same eigendecomposition as the gradient, with an absolute floor
+  :math:`P_0` from the data's scale when the problem offers one (``dual_floors``: for
+  convex regression 1e-6 of the objective of the constant fit), so that an optimum at
+  0 (P = D = 0) stops at once instead of comparing rounding errors;
 * negative parts from partial eigendecompositions (only the smaller side of the spectrum).
 """
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -115,7 +119,7 @@ class DualResult:
     primal_objective, dual_objective : float
         P(B) and -D(G) (the dual is a maximization; P >= -D always).
     dual_gap : float
-        Relative duality gap (P + D) / max(|P|, |D|) at the returned point (for coupled
+        Relative duality gap (P + D) / max(|P|, |D|, P_0) at the returned point (for coupled
         problems, the larger of |gap| and the relative constraint residual).
     n_iter : int
         Gradient evaluations (one eigendecomposition with vectors each).
@@ -171,7 +175,10 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
         <= 1 whatever the conditioning of the kernel matrix.  ``False`` gives plain
         Euclidean gradient steps (the reference).
     verbose : bool or int
-        Print progress every ``verbose`` iterations (100 if True).
+        Progress on stderr: a first line with the problem size before the setup work
+        (preconditioner), then the relative gap, relative constraint residual (coupled
+        problems), primal objective and elapsed time at the first iteration and every
+        ``verbose`` iterations (100 if True), and the stopping reason.
     history : bool
         Record the gap and dual value per iteration.
 
@@ -201,6 +208,11 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
     m, r = Phi.shape
     N = r * d
     t0 = time.perf_counter()
+    every = 100 if verbose is True else int(verbose or 0)
+    if every:
+        _say(f"{type(problem).__name__}: {m} blocks of size {d} x {d}, B of size {N} x {N} "
+             f"(one eigendecomposition of size {N} per iteration); tol {tol:g}, max_iter "
+             f"{max_iter}; setting up" + (" the preconditioner" if precondition else ""))
 
     mu = float(problem.strong_convexity())
     if precondition:
@@ -232,12 +244,19 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
         x = 0.5 * (x + x.transpose(0, 2, 1))
     coupled = bool(getattr(problem, "coupled", False))
     res_floor = 0.0
+    obj_floor = 1e-300
+    floors = getattr(problem, "dual_floors", None)
+    if floors is not None:
+        # absolute floors of the denominators from the data's own scales, so that an
+        # optimum at theta = 0, B = 0 (e.g. an affine target of convex regression: P = D = 0,
+        # Hessians 0) is not a 0/0 of rounding errors that never drops below tol
+        obj_floor, res_floor = (float(v) for v in floors())
+        obj_floor = max(obj_floor, 1e-300)
     if coupled:
-        # absolute floor of the residual's denominator: 1e-3 ||grad q(0)|| (for convex
-        # regression the Hessians of the unconstrained ridge fit), so an optimum at
-        # theta = 0, B = 0 is not a 0/0 that never drops below tol
+        # and 1e-3 ||grad q(0)|| (for convex regression the Hessians of the unconstrained
+        # ridge fit)
         g0 = problem.smooth(np.zeros((m, d, d)))[1]
-        res_floor = 1e-6 * float(np.vdot(g0, g0))
+        res_floor = max(res_floor, 1e-6 * float(np.vdot(g0, g0)))
     negpart = NegativePart(N)
     eye_l1 = lam1 * np.eye(N)
 
@@ -247,13 +266,14 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
     y = x
     t_fista = 1.0
     hist = {"gap": [], "dual": [], "step": []} if history else None
-    every = 100 if verbose is True else int(verbose or 0)
     best = None
     message = ""
     converged = False
     n_iter = 0
     wait, next_probe = 1, 1  # back-off schedule for probing steps larger than 1/L
     setup_time = time.perf_counter() - t0
+    if every:
+        _say(f"setup {setup_time:.2f} s; iterating (a line every {every} iterations)")
     for it in range(1, max_iter + 1):
         n_iter = it
         Sy = S_of(y)  # recomputed, never updated linearly: rounding drift is amplified
@@ -264,8 +284,9 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
         Dy = qy + neg_sq / (2 * lam2)
         grad = gq - FB
         P = problem.primal_objective(y, B, FB)
-        scale = max(abs(P), abs(Dy), 1e-300)
+        scale = max(abs(P), abs(Dy), obj_floor)
         gap = (P + Dy) / scale
+        res = None
         if coupled:
             # (theta(G), B(G)) violates g(theta) = A(B) by grad D; require both small
             res = np.sqrt(float(np.vdot(grad, grad)) / max(
@@ -279,9 +300,10 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
             hist["gap"].append(err)
             hist["dual"].append(-Dy)
             hist["step"].append(eta * L)
-        if every and it % every == 0:
-            print(f"[psdsos dual] iter {it:6d}  rel. gap {gap:.3e}  primal {P:.10g}  "
-                  f"step*L {eta * L:.3g}")
+        if every and (it % every == 0 or it == 1):
+            rtxt = "" if res is None else f"  rel. residual {res:.3e}"
+            _say(f"iter {it:6d}  rel. gap {gap:.3e}{rtxt}  primal {P:.10g}  "
+                 f"step*L {eta * L:.3g}  {time.perf_counter() - t0:.1f} s")
         if err <= tol:
             converged = True
             message = f"relative duality gap {gap:.3e} <= tol {tol:g}"
@@ -335,6 +357,9 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
         message = (f"maximum number of iterations {max_iter} reached with relative duality "
                    f"gap {best[0]:.3e} > tol {tol:g}")
     gap, G, B, P, Dval = best
+    if every:
+        _say(f"{'converged' if converged else 'stopped'} after {n_iter} iterations, "
+             f"{time.perf_counter() - t0:.1f} s: {message}")
     if not converged:
         warnings.warn(
             f"psdsos dual solver did not converge: {message}. Increase max_iter or tol.",
@@ -346,6 +371,11 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
         converged=converged, message=message, step_size=eta,
         time=time.perf_counter() - t0, history=hist, setup_time=setup_time,
     )
+
+
+def _say(text):
+    """A progress line on stderr (``verbose``)."""
+    print(f"[psdsos dual] {text}", file=sys.stderr, flush=True)
 
 
 def _metric_lipschitz(problem, Phi, d, lam2, Pinv, n_iter=10):

@@ -31,6 +31,7 @@ from psdsos.sos._objectives import (
     coefficients,
     convex_regression_cvxpy,
     coupling_dual,
+    dual_floors,
     isometric_basis,
     program_objective_of_builder,
     quadratic_form,
@@ -472,6 +473,12 @@ class ConvexRegressionExactProblem:
     def _q(self, c, a, hX, fX):
         fh = float(a @ hX) + float(c @ (self.D @ c)) / (2 * self.rho)  # <f_G, h_G>
         return -self.yP2 + float(self.Py @ fX) / self.n + 0.5 * fh
+
+    def dual_floors(self):
+        """Absolute floors of the solver's relative gap and residual
+        (:func:`psdsos.sos._objectives.dual_floors`)."""
+        H0 = self.kernel.hessian(self.Z[:1], self.Z[:1])[0, 0]
+        return dual_floors(self.y, self.E, float(np.linalg.norm(H0)), self.m)
 
     def smooth(self, G):
         """q(G) and its gradient, the Hessians of f_G at the constraint points (m, d, d)."""

@@ -129,6 +129,41 @@ class PSDLeastSquares:
         return prob, B, params
 
 
+#: Fraction of the data's objective and Hessian scales below which the dual solver's
+#: relative gap and residual are measured against those scales instead (dual_floors).
+DUAL_FLOOR = 1e-6
+
+
+def dual_floors(y, E, hess_scale, m):
+    r"""Absolute floors of the relative duality gap and residual of convex regression.
+
+    The dual solver measures the gap relative to :math:`\max(|P|, |D|)` and the Hessian
+    residual relative to :math:`\max(\|\nabla q\|, \|\mathcal A(\mathbf B)\|)`; both
+    are 0 at an optimum :math:`\alpha = 0, \mathbf B = 0` (a target that the affine part
+    fits exactly), where the ratios are rounding over rounding.  The floors are the data's
+    own scales:
+
+    * objective: :math:`s_y = \|y - \bar y\|^2 / n` (the objective of the constant fit;
+      :math:`\|y\|^2/n` without the affine part E), at least machine epsilon times
+      :math:`\|y\|^2/n`;
+    * Hessians (squared Frobenius norm over the m points): :math:`m\, s_y\, h^2`, h the
+      largest Frobenius norm of a kernel Hessian (the Hessian of f = s_y^{1/2} k(., z_j)
+      at z_j),
+
+    each times ``DUAL_FLOOR`` = 1e-6: the certificates are unchanged unless the optimal
+    objective (or fitted Hessians) are below 1e-6 (1e-3) of those scales.
+
+    Returns
+    -------
+    obj_floor, res_floor_sq : float
+    """
+    y = np.asarray(y, dtype=np.float64)
+    n = y.shape[0]
+    yc = y - y.mean() if E is not None else y
+    s = max(float(yc @ yc) / n, np.finfo(float).eps * float(y @ y) / n)
+    return DUAL_FLOOR * s, DUAL_FLOOR * m * s * float(hess_scale) ** 2
+
+
 class ConvexRegressionProblem:
     r"""Convex regression with SoS Hessian constraints, approximate representation (eq. 28).
 
@@ -258,6 +293,11 @@ class ConvexRegressionProblem:
 
     def strong_convexity(self):
         return 0.0
+
+    def dual_floors(self):
+        """Absolute floors of the solver's relative gap and residual (see :func:`dual_floors`)."""
+        hs = float(np.sqrt(np.max(np.sum(self.Hk * self.Hk, axis=(2, 3)))))
+        return dual_floors(self.y, self.E, hs, self.m)
 
     def smooth_hessian_factor(self):
         """U with grad^2 q = U U^T on vec(Gamma): U = (L_W^{-1} G_H)^T / sqrt(2), W = L_W L_W^T."""
