@@ -41,14 +41,17 @@ def fit_recording(est, X, y):
 
 def reference_approx(est, X, y):
     """eq. (28) at the fitted constraint points, written directly in CVXPY in isometric
-    coordinates (alpha = V diag(w^-1/2) u), Clarabel at tight tolerance."""
+    coordinates (alpha = V diag(w^-1/2) u), Clarabel at tight tolerance, in the estimator's
+    standardized units (y -> (y - y_offset_) / y_scale_, Hessians times x_scale_^2; the
+    kernel matrix and the affine part are the same in both units)."""
     k = est.kernel_
+    y = (y - est.y_offset_) / est.y_scale_
     Z = est.constraint_points_
     n = X.shape[0]
     w, V = np.linalg.eigh(k(X, X))
     keep = w > 1e-13 * w[-1]
     V, s = V[:, keep], np.sqrt(w[keep])
-    Hrow = k.hessian(Z, X)[:, :, 0, 0] @ (V / s)  # (m, k): f'' at z_j in u coordinates
+    Hrow = est.x_scale_**2 * k.hessian(Z, X)[:, :, 0, 0] @ (V / s)  # (m, k): f'' at z_j in u coordinates
     Phi = est.features_.transform(Z)
     u, c0, c1 = cp.Variable(V.shape[1]), cp.Variable(), cp.Variable()
     B = cp.Variable((Phi.shape[1], Phi.shape[1]), PSD=True)
@@ -69,9 +72,12 @@ def reference_approx(est, X, y):
 
 def eq28_objective(est, X, y):
     """eq. (28) / (37) in numpy from predictions, the RKHS norm and B_ (independent of the
-    problem objects), and a bound on the rounding of its quadratic form."""
+    problem objects), and a bound on the rounding of its quadratic form, in the estimator's
+    standardized units: residuals / y_scale_, RKHS norm / y_scale_^2 (the kernel is the same
+    in both units) and B_u = B_ x_scale_^2 / y_scale_ (Hess_u g = x_scale_^2 / y_scale_ Hess f)."""
     k = est.kernel_
-    r = y - est.predict(X)
+    sy, sx = est.y_scale_, est.x_scale_
+    r = (y - est.predict(X)) / sy
     if getattr(est, "gamma_", None) is None:
         norm2 = est.alpha_ @ k(X, X) @ est.alpha_
         theta, G = est.alpha_, k(X, X)
@@ -82,11 +88,11 @@ def eq28_objective(est, X, y):
         theta = np.concatenate([est.alpha_, est.gamma_[:, 0, 0]])
         G = np.block([[k(X, X), C], [C.T, D]])
         norm2 = theta @ G @ theta
-    B = est.B_
-    obj = (np.mean(r**2) + est.rho * norm2 + est.lam1 * np.trace(B)
+    B = est.B_ * sx**2 / sy
+    obj = (np.mean(r**2) + est.rho * norm2 / sy**2 + est.lam1 * np.trace(B)
            + est.lam2 / 2 * np.sum(B * B))
     at = np.abs(theta)
-    bound = len(theta) * np.finfo(float).eps * est.rho * (at @ np.abs(G) @ at)
+    bound = len(theta) * np.finfo(float).eps * est.rho * (at @ np.abs(G) @ at) / sy**2
     return obj, bound
 
 

@@ -622,7 +622,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     _SAVED_META = {
         "fitted": {"intercept_": "real", "objective_": "real*", "n_iter_": "int",
                    "dual_gap_": "real*", "constraint_residual_": "real*", "kernel": "str",
-                   "sigma": "real"},
+                   "sigma": "real", "x_scale_": "real", "y_offset_": "real", "y_scale_": "real"},
     }
 
     @classmethod
@@ -631,6 +631,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         r p (r feature components)."""
         spec = {"X_fit": ("n", "p"), "alpha": ("n",), "coef": ("p",),
                 "constraint_points": ("m", "p"), "B": ("r*p", "r*p"), "gamma": ("m", "p", "p"),
+                "x_offset": ("p",),
                 "param_constraint_points?": ("m", "p")}
         params = meta["params"]
         if params.get("representation") != "exact":
@@ -660,10 +661,9 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         est.dual_gap_ = f["dual_gap_"]
         est.constraint_residual_ = f["constraint_residual_"]
         est.n_features_in_ = est.X_fit_.shape[1]
-        # the standardized units of the fit (files written before they existed: the
-        # user's units with the kernel's bandwidth as the x scale)
-        est.x_offset_ = arrays.get("x_offset", np.zeros(est.n_features_in_))
-        est.x_scale_ = float(f.get("x_scale_", est.kernel_.sigma))
-        est.y_offset_ = float(f.get("y_offset_", 0.0))
-        est.y_scale_ = float(f.get("y_scale_", 1.0))
+        # the standardized units of the fit (required: psdsos.load checks them)
+        est.x_offset_ = arrays["x_offset"]
+        est.x_scale_ = float(f["x_scale_"])
+        est.y_offset_ = float(f["y_offset_"])
+        est.y_scale_ = float(f["y_scale_"])
         return est
