@@ -107,8 +107,23 @@ METHODS = ("SoS", "KRR", "CNLS")
 
 
 def sos_grid():
-    return {"sigma": [float(np.sqrt(s)) for s in SIGMA2], "lam2": list(LAM2),
-            "rho": list(RHO_SOS)}
+    """The SoS grid of the paper (lam2 on B of the Hessian in the data's units).
+
+    ConvexRegressor solves in standardized units, u = (x - mean) / sigma, where its lam2
+    weighs B_u = B sigma^2 / std(y) (docs/convex-regression.md, "Units and scaling"): the
+    paper's lam2 at bandwidth sigma is lam2_u = lam2 / sigma^4 (rho and lam1 = 0 are
+    unchanged), hence one sub-grid per bandwidth.  ``paper_lam2`` maps back for reports.
+    """
+    return [{"sigma": [float(np.sqrt(s2))], "lam2": [lam2 / s2**2 for lam2 in LAM2],
+             "rho": list(RHO_SOS)} for s2 in SIGMA2]
+
+
+def paper_params(p):
+    """Selected SoS parameters with lam2 in the paper's convention (lam2_u sigma^4)."""
+    p = dict(p)
+    if "lam2" in p:
+        p["lam2"] = p["lam2"] * p["sigma"] ** 4
+    return p
 
 
 def krr_grid():
@@ -129,7 +144,7 @@ def fit_three(X, y, seed, n_landmarks):
     rk = grid_search_cv(KernelRidgeRegressor(), X, y, krr_grid(), cv=cv, scoring="neg_mse")
     cnls = PiecewiseLinearConvexRegressor().fit(X, y)
     models = {"SoS": rs.best_estimator_, "KRR": rk.best_estimator_, "CNLS": cnls}
-    return models, rs.best_params_, rk.best_params_
+    return models, paper_params(rs.best_params_), rk.best_params_
 
 
 def run_one(n, noise, seed):
