@@ -26,16 +26,13 @@ import scipy.linalg as sla
 
 from psdsos.sos._maps import sos_evaluate
 from psdsos.sos._objectives import (
+    _IsometricPrimal,
     _set_weights,
-    certifier_of_builder,
     coefficients,
     convex_regression_cvxpy,
-    coupling_dual,
     dual_floors,
     isometric_basis,
-    program_objective_of_builder,
     quadratic_form,
-    rounding_floor_of_builder,
 )
 
 __all__ = [
@@ -146,7 +143,7 @@ def exact_hessian(kernel, X_fit, Z, alpha, gamma, X):
     return 0.5 * (out + out.transpose(0, 2, 1))
 
 
-class ConvexRegressionExactProblem:
+class ConvexRegressionExactProblem(_IsometricPrimal):
     r"""Convex regression with the exact Hessian representation (PSD paper, eq. 37).
 
     .. math::
@@ -387,22 +384,6 @@ class ConvexRegressionExactProblem:
         """Relative Hessian-constraint residual at a primal point (see constraint_residual),
         the denominator floored at ``floor``."""
         return self.constraint_residual(extras["alpha"], extras["gamma"], B, floor=floor)
-
-    def dual_point(self, B, extras, params):
-        """Gamma from the multipliers CVXPY returns for the Hessian constraints."""
-        return coupling_dual(params, self.m, self.d)
-
-    def certifier(self):
-        """The dual certifying a primal answer (:func:`certifier_of_builder`)."""
-        return certifier_of_builder(self)
-
-    def rounding_floor(self):
-        """See :func:`rounding_floor_of_builder`."""
-        return rounding_floor_of_builder(self)
-
-    def program_objective(self, B):
-        """See :func:`program_objective_of_builder`."""
-        return program_objective_of_builder(self, B)
 
     def cvxpy_problem(self):
         r"""Primal QP + SDP of eq. (37) through the SoS primitive, built once.

@@ -20,6 +20,27 @@ from psdsos.sos._primitive import SoSBlock
 __all__ = ["PSDLeastSquares", "ConvexRegressionProblem"]
 
 
+class _IsometricPrimal:
+    """The certificate hooks shared by both convex-regression problems, whose primal is
+    built by :func:`convex_regression_cvxpy` (``solve_primal`` calls them)."""
+
+    def dual_point(self, B, extras, params):
+        """Gamma from the multipliers CVXPY returns for the Hessian constraints."""
+        return coupling_dual(params, self.m, self.d)
+
+    def certifier(self):
+        """The dual certifying a primal answer (:func:`certifier_of_builder`)."""
+        return certifier_of_builder(self)
+
+    def rounding_floor(self):
+        """See :func:`rounding_floor_of_builder`."""
+        return rounding_floor_of_builder(self)
+
+    def program_objective(self, B):
+        """See :func:`program_objective_of_builder`."""
+        return program_objective_of_builder(self, B)
+
+
 class PSDLeastSquares:
     r"""PSD-valued least squares, PSD paper eq. (11).
 
@@ -164,7 +185,7 @@ def dual_floors(y, E, hess_scale, m):
     return DUAL_FLOOR * s, DUAL_FLOOR * m * s * float(hess_scale) ** 2
 
 
-class ConvexRegressionProblem:
+class ConvexRegressionProblem(_IsometricPrimal):
     r"""Convex regression with SoS Hessian constraints, approximate representation (eq. 28).
 
     .. math::
@@ -357,22 +378,6 @@ class ConvexRegressionProblem:
         """Relative Hessian-constraint residual at a primal point (see constraint_residual),
         the denominator floored at ``floor``."""
         return self.constraint_residual(extras["alpha"], B, floor=floor)
-
-    def dual_point(self, B, extras, params):
-        """Gamma from the multipliers CVXPY returns for the Hessian constraints."""
-        return coupling_dual(params, self.m, self.d)
-
-    def certifier(self):
-        """The dual certifying a primal answer (:func:`certifier_of_builder`)."""
-        return certifier_of_builder(self)
-
-    def rounding_floor(self):
-        """See :func:`rounding_floor_of_builder`."""
-        return rounding_floor_of_builder(self)
-
-    def program_objective(self, B):
-        """See :func:`program_objective_of_builder`."""
-        return program_objective_of_builder(self, B)
 
     def _spectral(self):
         """(V, w): K = V diag(w) V^T, w clipped at 0 (cached)."""
