@@ -51,7 +51,8 @@ def reference_approx(est, X, y):
     w, V = np.linalg.eigh(k(X, X))
     keep = w > 1e-13 * w[-1]
     V, s = V[:, keep], np.sqrt(w[keep])
-    Hrow = est.x_scale_**2 * k.hessian(Z, X)[:, :, 0, 0] @ (V / s)  # (m, k): f'' at z_j in u coordinates
+    # (m, k): f'' at z_j in u coordinates
+    Hrow = est.x_scale_**2 * k.hessian(Z, X)[:, :, 0, 0] @ (V / s)
     Phi = est.features_.transform(Z)
     u, c0, c1 = cp.Variable(V.shape[1]), cp.Variable(), cp.Variable()
     B = cp.Variable((Phi.shape[1], Phi.shape[1]), PSD=True)
