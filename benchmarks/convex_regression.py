@@ -20,11 +20,12 @@ most 100 with exact features, 2 r with Nystrom rank r) unless a row says "all":
 2. the time of a full n = 1000, Nystrom r = 50 fit at tol 1e-4 and the default 1e-6
    (budget 120 s);
 3. the default ConvexRegressor in input dimension 10 (n = 200 and 1000, data of eq. (30) as
-   ``convex-fit --demo`` draws it, X ~ U[-2 pi, 2 pi]^10), with sigma = 1 and with
-   sigma = sqrt(d * mean variance of the columns of X) (a proxy of a data-scaled bandwidth):
-   wall and CPU time, iterations, certificate (target < 30 s);
+   ``convex-fit --demo`` draws it, X ~ U[-2 pi, 2 pi]^10), with the default bandwidth
+   sigma = "scale" = sqrt(d Var(X) / 2) (``psdsos.kernels.scale_bandwidth``) and, for
+   comparison, sigma = 1 (``--dim-sigmas`` selects them): wall and CPU time, iterations,
+   certificate (target < 30 s);
 4. the certified convexity deficit relative to the curvature scale in d = 3, 4, 5 (same data,
-   default estimator, both bandwidths): eta = max(0, -min_x lambda_min(Hess f(x))) and
+   default estimator, the same bandwidths): eta = max(0, -min_x lambda_min(Hess f(x))) and
    kappa = mean_x ||Hess f(x)||_2 over 4096 scrambled Sobol points of the data's bounding box
    (seed 0), eta / kappa for the default constraint points (pivots among the training points
    and the box's corners) and for the pivots among the training points only (target 1e-3);
@@ -57,6 +58,7 @@ import psdsos.estimators._convex as convex_module
 from psdsos import ConvexRegressor, PiecewiseLinearConvexRegressor
 from psdsos.datasets import make_convex_regression
 from psdsos.estimators._convex import sobol_points
+from psdsos.kernels import scale_bandwidth
 
 SIGMA, RHO, LAM1, LAM2 = 1.0, 1e-4, 0.0, 1e-4
 TARGET, RES_MAX = 1e-5, 1e-4
@@ -96,9 +98,9 @@ def relative_deficit(model, X, n_points=4096):
     return {"eta": eta, "kappa": kappa, "rel_deficit": eta / kappa}
 
 
-def scale_sigma(X):
-    """sqrt(d * mean variance of the columns): the proxy of sigma="scale" used here."""
-    return float(np.sqrt(X.shape[1] * X.var(axis=0).mean()))
+def dim_sigmas(args, X):
+    """The bandwidths of the dimension sections: "scale" (the default) as a number, and 1."""
+    return [scale_bandwidth(X) if s == "scale" else float(s) for s in args.dim_sigmas]
 
 
 def _child(conn, X, y, kw):
@@ -174,7 +176,9 @@ def ratio(a, b, budget=None):
 
 def _dimension_sections(args, dim_sizes, budget, deficit_cases):
     """Input dimension 10 (default estimator) and the convexity deficit in d = 3-5."""
-    sig_txt = "sigma = 1 (the default) and sigma = sqrt(d mean Var X) (a proxy of 'scale')"
+    sig_txt = "sigma: " + ", ".join(
+        "'scale' = sqrt(d Var X / 2) (the default)" if s == "scale" else s
+        for s in args.dim_sigmas)
     lines = ["", f"## Default ConvexRegressor in input dimension 10 ({sig_txt})", "",
              "Data of eq. (30) as `convex-fit --demo` draws it (X ~ U[-2 pi, 2 pi]^d, noise "
              f"0.1, seed 0); defaults otherwise; budget {budget:.0f} s per fit (target < 30 s).",
@@ -191,7 +195,7 @@ def _dimension_sections(args, dim_sizes, budget, deficit_cases):
 
     for n, d in dim_sizes:
         X, y = make_convex_regression(n, d, noise=0.1, random_state=0)
-        for sigma in (1.0, scale_sigma(X)):
+        for sigma in dim_sigmas(args, X):
             out = fit_budget(X, y, {"defaults": True, "sigma": sigma}, budget)
             lines.append(row(n, d, sigma, out, " | | | | |"))
             print(lines[-1], flush=True)
@@ -208,7 +212,7 @@ def _dimension_sections(args, dim_sizes, budget, deficit_cases):
     print("\n".join(head), flush=True)
     for n, d in deficit_cases:
         X, y = make_convex_regression(n, d, noise=0.1, random_state=0)
-        for sigma in (1.0, scale_sigma(X)):
+        for sigma in dim_sigmas(args, X):
             for name, extra in (("training + corners", {}),
                                 ("training only", {"no_corners": True})):
                 out = fit_budget(X, y, {"defaults": True, "sigma": sigma, "deficit": True,
@@ -233,6 +237,9 @@ def main(argv=None):
                     help="only the sections on input dimension 10 and the deficits in d = 3-5")
     ap.add_argument("--deficit-n", type=int, nargs="+", default=[200, 1000], metavar="N",
                     help="sample sizes of the deficit section (default: 200 1000)")
+    ap.add_argument("--dim-sigmas", nargs="+", default=["scale", "1"], metavar="S",
+                    help="bandwidths of the dimension sections: 'scale' (the default "
+                         "bandwidth) and/or numbers (default: scale 1)")
     ap.add_argument("--dim-budget", type=float, default=300.0, metavar="S",
                     help="time budget of each fit in the dimension sections (default: 300)")
     args = ap.parse_args(argv)

@@ -147,3 +147,29 @@ def test_default_constraint_points_cover_the_box_corners(monkeypatch):
     monkeypatch.setattr(convex_module, "AUTO_CORNER_FRACTION", 0.0)
     old = ConvexRegressor(sigma=sigma, random_state=0, max_iter=3000).fit(X, y)
     assert _relative_deficit(old, X) > 1e-2  # the check can fail: the previous default
+
+
+@pytest.mark.parametrize(
+    ("n", "d", "m", "corners"),
+    [(30, 3, 30, 0),      # n < 100: every training point (none is redundant)
+     (200, 3, 100, 8),    # 100 pivots; the 2^3 box corners among them
+     (200, 5, 100, 32),   # 2^5 = 32 <= 50 corners offered: all taken
+     (200, 6, 100, 0),    # 2^6 = 64 > 50: training points only
+     (1000, 10, 100, 0)],  # d = 10: m d = 1000, the size of the dual's eigendecomposition
+)
+def test_default_constraint_point_count(n, d, m, corners):
+    # the default rule (at most AUTO_CONSTRAINT_POINTS = 100 pivots among the training
+    # points, plus the box corners when 2^d <= 50) fixes the cost of a dual iteration, one
+    # eigendecomposition of size m d: the d = 10, n = 1000 default fits in ~40 iterations
+    # (benchmarks/convex_regression.py, dimension section)
+    from psdsos.datasets import make_convex_regression
+
+    X, _ = make_convex_regression(n, d, noise=0.1, random_state=0)
+    Z = ConvexRegressor(random_state=0)._constraint_points(X)
+    assert Z.shape == (m, d)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    on_corner = np.all((Z == lo) | (Z == hi), axis=1)
+    assert on_corner.sum() == corners
+    in_train = (Z[:, None, :] == X[None, :, :]).all(axis=2).any(axis=1)
+    assert np.all(in_train | on_corner)  # no other points
+    assert len(np.unique(Z, axis=0)) == m
