@@ -40,6 +40,26 @@ class _IsometricPrimal:
         """See :func:`program_objective_of_builder`."""
         return program_objective_of_builder(self, B)
 
+    def wide_certifier(self):
+        """:class:`IsometricDual` over every direction of the kernel matrix down to
+        eigenvalues eps^2 w_max, or None when the program already keeps them all.
+
+        The program keeps the directions above the rounding level of K (n eps w_max); a
+        function along a dropped direction has tiny values at the data but Hessians of the
+        size of its RKHS norm, so it may lower eq. (28).  The dual of the wider program is
+        a lower bound on its optimum: a primal answer far above it is not certified for
+        eq. (28), whatever the program's own gap."""
+        _, _, params = self.cvxpy_problem()
+        if "F_wide" not in params:
+            return None
+        key = (self.rho, self.lam1, self.lam2)
+        cached = getattr(self, "_wide_certifier", None)
+        if cached is None or cached[0] != key:
+            cached = (key, IsometricDual(self, params["F_wide"], params["Hu_wide"],
+                                         params["Q"]))
+            self._wide_certifier = cached
+        return cached[1]
+
 
 class PSDLeastSquares:
     r"""PSD-valued least squares, PSD paper eq. (11).
@@ -423,6 +443,11 @@ class ConvexRegressionProblem(_IsometricPrimal):
             self._cvx = convex_regression_cvxpy(self.Phi, d, self.y, Vk * s, Hp @ T, self.E)
             self._cvx[2]["T"] = T
             self._cvx[2]["s"] = s
+            # the directions the program leaves out (eigenvalues at the rounding level of
+            # K, down to eps^2): what they could gain is checked by wide_certifier()
+            Vw, sw = isometric_basis(V, w, rtol=np.finfo(np.float64).eps ** 2)
+            if Vw.shape[1] > Vk.shape[1]:
+                self._cvx[2]["F_wide"], self._cvx[2]["Hu_wide"] = Vw * sw, Hp @ (Vw / sw)
         return _set_weights(self._cvx, self.rho, self.lam1, self.lam2)
 
 
