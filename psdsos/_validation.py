@@ -130,6 +130,26 @@ def check_choice(value, name, choices):
     raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
 
 
+def scaled_mean_std(A, *, axis=None, center=True):
+    """Mean and standard deviation of ``A`` (along ``axis``) without overflow or underflow.
+
+    ``A`` is first divided by its largest absolute value (along ``axis``), the statistics
+    are taken there and scaled back, so every finite input gives finite statistics (values
+    near 1e300 or 1e-300 included).  ``center=False``: the root mean square instead of the
+    standard deviation, and a mean of 0.  An all-zero ``A`` gives (0, 0).
+    """
+    A = np.asarray(A, dtype=np.float64)
+    a = np.max(np.abs(A), axis=axis, keepdims=True)
+    a = np.where(a > 0, a, 1.0)
+    An = A / a
+    m = An.mean(axis=axis, keepdims=True) if center else np.zeros_like(a)
+    sd = np.sqrt(np.mean((An - m) ** 2, axis=axis, keepdims=True))
+    mean, std = a * m, a * sd
+    if axis is None:
+        return float(mean.ravel()[0]), float(std.ravel()[0])
+    return np.squeeze(mean, axis=axis), np.squeeze(std, axis=axis)
+
+
 def check_random_state(random_state):
     """Return a ``numpy.random.Generator`` from None, an int seed or a Generator.
 

@@ -341,22 +341,16 @@ class _Scaling:
         self.x_scale = np.asarray(x_scale, dtype=np.float64)
         self.y_mean, self.y_scale = float(y_mean), float(y_scale)
 
-    @staticmethod
-    def _mean_std(v):
-        a = float(np.max(np.abs(v)))
-        if a == 0:
-            return 0.0, 0.0
-        m = float(np.mean(v / a))
-        return a * m, a * float(np.sqrt(np.mean((v / a - m) ** 2)))
-
     @classmethod
     def from_data(cls, X, y, names):
-        stats = [cls._mean_std(X[:, j]) for j in range(X.shape[1])]
+        from psdsos._validation import scaled_mean_std
+
+        stats = [scaled_mean_std(X[:, j]) for j in range(X.shape[1])]
         for (_, sd), name in zip(stats, names, strict=True):
             if not (math.isfinite(sd) and sd > 0):
                 raise ValueError(f"feature column {name!r} is constant: it cannot explain the "
                                  "target; leave it out with --features")
-        ym, ysd = cls._mean_std(y)
+        ym, ysd = scaled_mean_std(y)
         return cls([m for m, _ in stats], [sd for _, sd in stats], ym,
                    ysd if math.isfinite(ysd) and ysd > 0 else 1.0)
 

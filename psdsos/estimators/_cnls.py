@@ -21,6 +21,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from psdsos._validation import scaled_mean_std
 from psdsos.estimators._base import (
     Bool,
     Interval,
@@ -165,12 +166,12 @@ def _standardize(A):
     rescaling that keeps every finite column finite).  Returns (standardized, mean, scale)
     with A = mean + scale * standardized; a constant column gets scale = its largest absolute
     value (or 1 when it is zero), so that the standardized column is 0."""
+    mean, std = scaled_mean_std(A, axis=0)
     ref = np.max(np.abs(A), axis=0)
     ref = np.where(ref > 0, ref, 1.0)
-    An = A / ref
-    mean, std = An.mean(axis=0), An.std(axis=0)
-    std = np.where(std > 0, std, 1.0)
-    return (An - mean) / std, ref * mean, ref * std
+    scale = np.where(std > 0, std, ref)
+    # in units of the largest magnitude, so that A - mean cannot overflow
+    return (A / ref - mean / ref) / (scale / ref), mean, scale
 
 
 def _max_affine(Xt, theta, Z, X, concave):

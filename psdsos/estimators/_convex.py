@@ -10,7 +10,7 @@ from scipy.stats import qmc
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from psdsos._validation import check_array_2d, check_random_state
+from psdsos._validation import check_array_2d, check_random_state, scaled_mean_std
 from psdsos.estimators._base import (
     KERNEL_OPTIONS,
     Bandwidth,
@@ -250,11 +250,8 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         if a == 0.0:
             self.y_offset_, self.y_scale_ = 0.0, 1.0
             return
-        ya = y / a
-        m = float(np.mean(ya)) if self.fit_intercept else 0.0
-        sd = float(np.sqrt(np.mean((ya - m) ** 2)))
-        self.y_offset_ = a * m
-        self.y_scale_ = a * sd if sd > 0 else a
+        self.y_offset_, sd = scaled_mean_std(y, center=self.fit_intercept)
+        self.y_scale_ = sd if sd > 0 else a
 
     def _standardize(self, kernel, X, Z, y):
         """(U, Zu, t, kernel_u): inputs, constraint points, signed target and unit-bandwidth

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from psdsos._validation import check_array_2d, check_choice, check_scalar
+from psdsos._validation import check_array_2d, check_choice, check_scalar, scaled_mean_std
 
 __all__ = [
     "Kernel",
@@ -771,9 +771,7 @@ def scale_bandwidth(X):
     0.707107
     """
     X = check_array_2d(X, "X")
-    a = float(np.max(np.abs(X)))
-    var = float(np.var(X / a)) if a > 0 else 0.0
-    sigma = a * np.sqrt(X.shape[1] * var / 2.0)
+    sigma = scaled_mean_std(X)[1] * np.sqrt(X.shape[1] / 2.0)
     if not (np.isfinite(sigma) and sigma > 0):
         raise ValueError(
             f"X has zero spread (all {X.size} entries equal {X.flat[0]!r}): sigma='scale' "
