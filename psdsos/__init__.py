@@ -1,7 +1,5 @@
 """psdsos: kernel sums-of-squares models.
 
-(``psdsos.estimators.ConvexRegressor`` is a work in progress, not yet exported here.)
-
 PSD-valued functions F_B(x) = Psi(x)^T B Psi(x) with B PSD (Muzellec, Bach, Rudi),
 convex regression with SoS Hessian constraints, and SELF structured prediction.
 

@@ -40,6 +40,8 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
 
+from psdsos.estimators import RELATIVE_DEFICIT_TOL, NonConvexFitWarning
+
 __all__ = ["main"]
 
 #: Candidates with lam1 > 0 and lam2 at or below this are solved in the primal (Clarabel):
@@ -245,6 +247,8 @@ def _bures_demo(args, out):
     with threadpool_limits(limits=1, user_api="blas"):
         best, model, caught = _report_cv_and_refit(res, est, t, M, "leave-one-out CV",
                                                    "LOO score", cv_max_iter, out)
+    # reported below with the command's own advice
+    caught = [w for w in caught if not issubclass(w.category, NonConvexFitWarning)]
     for w in caught:
         print(f"psdsos: warning (refit): {w.message}", file=sys.stderr)
     print(f"selected: kernel = {best['kernel']}, lam1 = {_fmt(best['lam1'])}, "
@@ -299,12 +303,6 @@ N_DEMO_TEST = 1000
 COLUMNS_KEY = "cli_columns"
 #: Key of the model file's JSON metadata under which convex-fit stores its standardization.
 SCALING_KEY = "cli_scaling"
-#: convex-fit warns (fails with --strict) when the certified convexity deficit exceeds this
-#: fraction of the fit's curvature scale (eta / kappa, ConvexRegressor.convexity_deficit with
-#: relative=True): beyond 1% the most negative curvature is a visible dent next to the
-#: typical curvature, while below it the dent is under the resolution of the noisy fit and
-#: predict_convexified removes it by moving f by eta/2 ||x||^2, a 1% change in curvature.
-RELATIVE_DEFICIT_TOL = 1e-2
 
 
 def _convex_grid(name):
@@ -867,6 +865,8 @@ def _convex_fit(args, out):
         warnings.simplefilter("ignore", InaccurateSolutionWarning)
         warnings.filterwarnings("ignore", message="Solution may be inaccurate",
                                 category=UserWarning)
+        # the selected fit's deficit is reported below
+        warnings.simplefilter("ignore", NonConvexFitWarning)
         res = grid_search_cv(est, Xs, ys, grid, cv=cv, scoring="neg_mse", n_jobs=args.n_jobs,
                              verbose=args.verbose, cv_params=cv_params, refit=False)
     best, model, caught = _report_cv_and_refit(
@@ -875,6 +875,8 @@ def _convex_fit(args, out):
     if any(issubclass(w.category, InaccurateSolutionWarning) for w in caught):
         # CVXPY's own "Solution may be inaccurate" says the same thing at more length
         caught = [w for w in caught if not str(w.message).startswith("Solution may be inacc")]
+    # reported below with the command's own advice
+    caught = [w for w in caught if not issubclass(w.category, NonConvexFitWarning)]
     for w in caught:
         print(f"psdsos: warning (refit): {' '.join(str(w.message).split())}", file=sys.stderr)
 

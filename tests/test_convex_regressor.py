@@ -31,7 +31,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import psdsos
-from psdsos.estimators import ConvexRegressor
+from psdsos.estimators import ConvexRegressor, NonConvexFitWarning
 from psdsos.kernels import GaussianKernel
 from psdsos.solvers import InaccurateSolutionWarning, SolverStatusError
 
@@ -93,7 +93,9 @@ def assert_psd_at(est, Z, sigma, res_tol):
 
 
 def silent_fit(est, X, y):
-    """Fit, returning the list of warnings raised (CVXPY's inaccuracy notice included)."""
+    """Fit, returning the list of solver warnings raised (CVXPY's inaccuracy notice
+    included; not NonConvexFitWarning, which certifies the fitted function, not the
+    solve: tested on its own)."""
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         est.fit(X, y)
@@ -101,6 +103,7 @@ def silent_fit(est, X, y):
         w
         for w in rec
         if issubclass(w.category, (ConvergenceWarning, InaccurateSolutionWarning, UserWarning))
+        and not issubclass(w.category, NonConvexFitWarning)
     ]
 
 
@@ -828,15 +831,20 @@ def _residual_variances(kernel, X, Z):
 
 @pytest.mark.parametrize(("n", "p", "sigma", "n_landmarks"),
                          [(50, 1, 1.0, None), (300, 2, 1.0, None), (300, 2, 1.0, 20),
-                          (150, 3, 2.0, None)])
+                          (150, 3, 2.0, None), (1000, 5, 3.0, None), (600, 5, 3.0, None),
+                          (300, 5, 3.0, None)])
 def test_default_constraint_points_are_pivots(n, p, sigma, n_landmarks):
-    """None: distinct training points, at most m_auto (100 exact, 2 r Nystrom), and either
+    """None: distinct training points, at most m_auto (100 exact, up to 200 in d = 5 with
+    n >= 5 m_auto, 2 r Nystrom), and either
     m_auto of them or no other training point with residual variance above 1e-6 k(x, x);
     reproducible from random_state."""
     X = np.random.default_rng(n + p).uniform(-2.0, 2.0, size=(n, p))
     est = ConvexRegressor(sigma=sigma, n_landmarks=n_landmarks, random_state=3)
     Z = est._constraint_points(X)
     m_auto = 100 if n_landmarks is None else 2 * n_landmarks
+    if n_landmarks is None and p == 5:
+        m_auto = {1000: 200, 600: 120, 300: 100}[n]
+        assert len(est._constraint_points(X)) == m_auto  # the budget is what binds here
     # candidates: the training points and (n >= m_auto, 2^p <= m_auto / 2) the box corners
     lo, hi = X.min(axis=0), X.max(axis=0)
     corners = np.array(list(itertools.product(*zip(lo, hi, strict=True))))
@@ -1029,3 +1037,51 @@ def test_save_load_keeps_bandwidth_and_scaling(tmp_path, seed):
     Xt = 1e-60 * np.linspace(-1, 1, 7)[:, None]
     np.testing.assert_array_equal(back.predict(Xt), est.predict(Xt))
     np.testing.assert_array_equal(back.hessian(Xt), est.hessian(Xt))
+
+
+# ---------------------------------------------------------------------------------------
+# the fit's own convexity certificate (convexity_deficit_, NonConvexFitWarning)
+# ---------------------------------------------------------------------------------------
+def _kinked_data():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2.0, 2.0, size=(40, 1))
+    return X, np.abs(X[:, 0]) + 0.3 * rng.normal(size=40)
+
+
+@pytest.mark.parametrize("concave", [False, True])
+def test_non_convex_fit_warns_with_its_certified_deficit(concave):
+    """Three constraint points and a narrow bandwidth: convex at the points, not between
+    them.  The fit says so, with the deficit that convexity_deficit reports."""
+    X, y = _kinked_data()
+    s = -1.0 if concave else 1.0
+    est = ConvexRegressor(sigma=0.3, constraint_points=3, concave=concave, random_state=0)
+    with pytest.warns(NonConvexFitWarning) as rec:
+        est.fit(X, s * y)
+    msg = str(rec[0].message)
+    assert ("not concave" if concave else "not convex") in msg
+    for advice in ("sigma (now 0.3", "constraint_points", "predict_convexified"):
+        assert advice in msg
+    assert est.convexity_deficit_ == est.convexity_deficit(relative=True)
+    assert est.convexity_deficit_ > 1.0  # a real dent: the Hessian at a dense grid agrees
+    grid = np.linspace(X.min(), X.max(), 2001)[:, None]
+    h = s * est.hessian(grid)[:, 0, 0]
+    assert -h.min() / np.abs(h).mean() > 1.0
+    # f at the constraint points is convex (the constraint holds there)
+    assert (s * est.hessian(est.constraint_points_)[:, 0, 0]).min() >= -1e-6
+
+
+def test_convex_fit_is_certified_without_warning():
+    X, y = _kinked_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NonConvexFitWarning)
+        est = ConvexRegressor(random_state=0).fit(X, y)
+    assert 0.0 <= est.convexity_deficit_ <= 1e-2
+
+
+def test_certified_deficit_survives_save_and_load(tmp_path):
+    X, y = _kinked_data()
+    with pytest.warns(NonConvexFitWarning):
+        est = ConvexRegressor(sigma=0.3, constraint_points=3, random_state=0).fit(X, y)
+    est.save(tmp_path / "m.npz")
+    back = psdsos.load(tmp_path / "m.npz")
+    assert back.convexity_deficit_ == est.convexity_deficit_

@@ -519,3 +519,30 @@ def test_scale_bandwidth_validates_x(X, match):
 
     with pytest.raises(ValueError, match=match):
         scale_bandwidth(X)
+
+
+@pytest.mark.parametrize("name", SMOOTH2)
+@pytest.mark.parametrize("p", [1, 3])
+def test_hessian_sum_matches_contracted_hessian(rng, name, p, monkeypatch):
+    # Small blocks so that several blocks (and a ragged last one) are exercised.
+    monkeypatch.setattr("psdsos.kernels._kernels._SUM_BLOCK_ENTRIES", 7 * 5 * p)
+    k = get_kernel(name, 1.3)
+    X, Y = rng.normal(size=(23, p)), rng.normal(size=(5, p))
+    Y[2] = X[4]  # a coincident pair (rho = 0)
+    w = rng.normal(size=5)
+    ref = np.einsum("nmpq,m->npq", k.hessian(X, Y), w)
+    S = k.hessian_sum(X, Y, w)
+    assert S.shape == (23, p, p)
+    np.testing.assert_allclose(S, ref, rtol=1e-12, atol=1e-14 * np.abs(ref).max())
+    np.testing.assert_array_equal(S, S.transpose(0, 2, 1))
+
+
+def test_hessian_sum_validates(rng):
+    k = get_kernel("gaussian", 1.0)
+    X, Y = rng.normal(size=(4, 2)), rng.normal(size=(3, 2))
+    with pytest.raises(ValueError, match="weights must be a finite vector of length 3"):
+        k.hessian_sum(X, Y, np.ones(2))
+    with pytest.raises(ValueError, match="weights"):
+        k.hessian_sum(X, Y, np.array([1.0, np.nan, 0.0]))
+    with pytest.raises(ValueError, match="hessian_sum"):
+        get_kernel("exponential", 1.0).hessian_sum(X, Y, np.ones(3))

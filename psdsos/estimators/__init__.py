@@ -2,7 +2,11 @@
 
 from psdsos.estimators._base import load
 from psdsos.estimators._cnls import PiecewiseLinearConvexRegressor
-from psdsos.estimators._convex import ConvexRegressor
+from psdsos.estimators._convex import (
+    RELATIVE_DEFICIT_TOL,
+    ConvexRegressor,
+    NonConvexFitWarning,
+)
 from psdsos.estimators._krr import KernelRidgeRegressor
 from psdsos.estimators._psd import PSDRegressor
 
@@ -11,5 +15,7 @@ __all__ = [
     "ConvexRegressor",
     "PiecewiseLinearConvexRegressor",
     "KernelRidgeRegressor",
+    "NonConvexFitWarning",
+    "RELATIVE_DEFICIT_TOL",
     "load",
 ]

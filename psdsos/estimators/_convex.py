@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+import warnings
 
 import numpy as np
 from scipy.stats import qmc
@@ -67,6 +68,48 @@ AUTO_PIVOT_RTOL = 1e-6
 #: corners, where training points are sparse (relative deficit ~0.5 in d = 3-5, 0 with the
 #: corners; measured in benchmarks/convex_regression.py).
 AUTO_CORNER_FRACTION = 0.5
+#: In d = 5 the default allows up to this many points when n >= 5 per point: 100 points
+#: left a relative convexity deficit of 0.21 at n = 1000 (eq. 30 data), 200 points none;
+#: with fewer than 5 training points per constraint point more points made the fit slower
+#: and no more convex (n = 200: 200 points, relative deficit 0.24, 12x the time), and in
+#: d >= 6 200 points did not certify either (d = 6: 0.14) while costing 6x the time in
+#: d = 10 (measured in benchmarks/convex_regression.py).
+AUTO_CONSTRAINT_POINTS_D5 = 200
+#: A fit whose certified convexity deficit (:meth:`ConvexRegressor.convexity_deficit` with
+#: ``relative=True``) exceeds this fraction of its curvature scale warns
+#: (:class:`NonConvexFitWarning`): beyond 1% the most negative curvature is a visible dent
+#: next to the typical curvature, while below it the dent is under the resolution of a noisy
+#: fit and predict_convexified removes it by moving f by eta/2 ||x||^2, a 1% change in
+#: curvature.
+RELATIVE_DEFICIT_TOL = 1e-2
+#: Floor of the curvature scale in convexity_deficit(relative=True), as a fraction of
+#: y_scale_ / x_scale_^2 (the data's own curvature unit): Hessians below it are rounding
+#: errors of an (affine to solver precision) fit (the dual's default tol is 1e-6).
+CURVATURE_FLOOR = 1e-6
+#: Sobol points of the training data's bounding box where convexity_deficit (and the fit's
+#: own certificate, convexity_deficit_) look for negative curvature.
+DEFICIT_POINTS = 4096
+
+
+class NonConvexFitWarning(UserWarning):
+    """A ConvexRegressor fit whose certified convexity deficit exceeds
+    :data:`RELATIVE_DEFICIT_TOL` of its curvature scale: the Hessian constraint holds at the
+    constraint points but the fitted function is not convex between them."""
+
+
+def auto_constraint_budget(n_samples, n_features, n_landmarks=None):
+    """Largest number of constraint points the default (``constraint_points=None``) uses.
+
+    ``2 * n_landmarks`` with Nystrom features; with exact features
+    :data:`AUTO_CONSTRAINT_POINTS` (100), and in d = 5 up to
+    :data:`AUTO_CONSTRAINT_POINTS_D5` (200) while n >= 5 points per constraint point.
+    """
+    if n_landmarks is not None:
+        return 2 * int(n_landmarks)
+    if n_features == 5:
+        return max(AUTO_CONSTRAINT_POINTS,
+                   min(AUTO_CONSTRAINT_POINTS_D5, int(n_samples) // 5))
+    return AUTO_CONSTRAINT_POINTS
 
 
 def sobol_points(lo, hi, n_points, random_state):
@@ -284,7 +327,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     def _constraint_points(self, X, kernel=None):
         cp_ = self.constraint_points
         if cp_ is None:
-            m_auto = AUTO_CONSTRAINT_POINTS if self.n_landmarks is None else 2 * self.n_landmarks
+            m_auto = auto_constraint_budget(X.shape[0], X.shape[1], self.n_landmarks)
             if kernel is None:
                 kernel = resolve_kernel(self.kernel, self.sigma, X)
             cand = X
@@ -374,7 +417,26 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         self._set_fitted(kernel, features, X, Z, *self._unscale(alpha, beta, B))
         self.objective_ = float(problem.objective(alpha, beta, B))
         self.constraint_residual_ = float(problem.constraint_residual(alpha, B))
+        self._certify_convexity()
         return self
+
+    def _certify_convexity(self):
+        """Set convexity_deficit_ (relative, at the default Sobol points) and warn beyond
+        RELATIVE_DEFICIT_TOL."""
+        self.convexity_deficit_ = float(self.convexity_deficit(relative=True))
+        if self.convexity_deficit_ > RELATIVE_DEFICIT_TOL:
+            kind = "concave" if self.concave else "convex"
+            warnings.warn(
+                f"the fitted function is not {kind}: the smallest Hessian eigenvalue "
+                f"reaches -{self.convexity_deficit_:.3g} times the curvature scale at "
+                f"{DEFICIT_POINTS} Sobol points of the data's bounding box (tolerance "
+                f"{RELATIVE_DEFICIT_TOL:g}; convexity_deficit_).  The Hessian constraint "
+                f"holds at the {self.constraint_points_.shape[0]} constraint points only: "
+                f"use a larger sigma (now {self.kernel_.sigma:.4g}; the fit is smoother), "
+                "more constraint_points (an int: Sobol points of the box), or "
+                "predict_convexified()",
+                NonConvexFitWarning, stacklevel=3,
+            )
 
     def _solve(self, problem, Z, keys):
         """Run the dual or the primal on ``problem``; return (*coefficients, B) with the
@@ -437,6 +499,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         self.gamma_ = gamma * (self.y_scale_ * self.x_scale_**2)
         self.objective_ = float(problem.objective(alpha, gamma, beta, B))
         self.constraint_residual_ = float(problem.constraint_residual(alpha, gamma, B))
+        self._certify_convexity()
         return self
 
     # ---- the fitted function ----------------------------------------------------------------
@@ -490,8 +553,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         if args is not None:
             return self._sign() * ((self.y_scale_ / self.x_scale_) / self.x_scale_
                                    * exact_hessian(*args))
-        H = np.einsum("mipq,i->mpq", self.kernel_.hessian(X, self.X_fit_), self.alpha_)
-        return self._sign() * 0.5 * (H + H.transpose(0, 2, 1))
+        return self._sign() * self.kernel_.hessian_sum(X, self.X_fit_, self.alpha_)
 
     def _evaluation_points(self, X, n_points, random_state):
         """The rows of X (validated), or n_points scrambled Sobol points in the training
@@ -505,7 +567,8 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         return sobol_points(self.X_fit_.min(axis=0), self.X_fit_.max(axis=0), int(n_points),
                             random_state)
 
-    def convexity_deficit(self, X=None, *, n_points=4096, random_state=0, relative=False):
+    def convexity_deficit(self, X=None, *, n_points=DEFICIT_POINTS, random_state=0,
+                          relative=False):
         r"""Estimate :math:`\eta = \max(0, -\min_x \lambda_{\min}(\nabla^2 f(x)))` (Corollary 7).
 
         Over the rows of ``X`` or, by default, ``n_points`` scrambled Sobol points in the
@@ -525,8 +588,12 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             Return :math:`\eta / \kappa`, the deficit relative to the curvature scale
             :math:`\kappa` of :meth:`curvature_scale` at the same points: a number without
             units, invariant under positive scalings and shifts of x and y (``eta`` has the
-            units of y / x^2).  When :math:`\kappa = 0` (f affine on the points: every
-            Hessian is zero) the deficit is 0 too and 0.0 is returned.
+            units of y / x^2).  :math:`\kappa` is floored at :data:`CURVATURE_FLOOR`
+            ``* y_scale_ / x_scale_**2`` (the curvature of a function that changes by 1e-6
+            of the target's spread across the features' spread): below it the fit is affine
+            to the solver's precision and its Hessians are rounding errors, whose sign
+            means nothing.  When the floored :math:`\kappa` is 0 (f affine and y constant)
+            0.0 is returned.
 
         Returns
         -------
@@ -538,10 +605,11 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         eta = max(0.0, -float(eig[:, 0].min()))
         if not relative:
             return eta
-        kappa = float(np.mean(np.abs(eig).max(axis=1)))
+        kappa = max(float(np.mean(np.abs(eig).max(axis=1))),
+                    CURVATURE_FLOOR * self.y_scale_ / self.x_scale_**2)
         return eta / kappa if kappa > 0 else 0.0
 
-    def curvature_scale(self, X=None, *, n_points=4096, random_state=0):
+    def curvature_scale(self, X=None, *, n_points=DEFICIT_POINTS, random_state=0):
         r"""Mean spectral norm of the Hessian, :math:`\kappa = \operatorname{mean}_x
         \|\nabla^2 f(x)\|_2`.
 
@@ -598,6 +666,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         extra = {"fitted": {"intercept_": self.intercept_, "objective_": self.objective_,
                             "n_iter_": self.n_iter_, "dual_gap_": self.dual_gap_,
                             "constraint_residual_": self.constraint_residual_,
+                            "convexity_deficit_": self.convexity_deficit_,
                             "kernel": self.kernel_.name, "sigma": float(self.kernel_.sigma),
                             "x_scale_": self.x_scale_, "y_offset_": self.y_offset_,
                             "y_scale_": self.y_scale_}}
@@ -618,7 +687,8 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     #: Saved metadata (checked by psdsos.load before _from_saved).
     _SAVED_META = {
         "fitted": {"intercept_": "real", "objective_": "real*", "n_iter_": "int",
-                   "dual_gap_": "real*", "constraint_residual_": "real*", "kernel": "str",
+                   "dual_gap_": "real*", "constraint_residual_": "real*",
+                   "convexity_deficit_": "real", "kernel": "str",
                    "sigma": "real", "x_scale_": "real", "y_offset_": "real", "y_scale_": "real"},
     }
 
@@ -657,6 +727,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         est.n_iter_ = f["n_iter_"]
         est.dual_gap_ = f["dual_gap_"]
         est.constraint_residual_ = f["constraint_residual_"]
+        est.convexity_deficit_ = f["convexity_deficit_"]
         est.n_features_in_ = est.X_fit_.shape[1]
         # the standardized units of the fit (required: psdsos.load checks them)
         est.x_offset_ = arrays["x_offset"]

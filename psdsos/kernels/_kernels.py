@@ -52,6 +52,8 @@ __all__ = [
 
 #: ``differentiability`` of the infinitely smooth Gaussian kernel (any large integer works).
 _SMOOTH = 1000
+#: Entries (rows x centres x features) per block of :meth:`Kernel.hessian_sum`.
+_SUM_BLOCK_ENTRIES = 1 << 21
 
 #: Usable bandwidths: the derivatives scale like ``sigma**-4`` (:meth:`Kernel.hessian_hessian`)
 #: and the values like ``||x - y||**2 / sigma**2``; inside ``[SIGMA_MIN, SIGMA_MAX]`` both
@@ -310,6 +312,61 @@ class Kernel:
         idx = np.arange(X.shape[1])
         H[..., idx, idx] += a[..., None]
         return H / self.sigma**2
+
+    def hessian_sum(self, X, Y, weights):
+        """Weighted sum of kernel Hessians, without the (n, m, p, p) array of :meth:`hessian`.
+
+        .. math::
+
+            S_i = \\sum_j w_j \\nabla_x^2 k(x, Y_j)\\big|_{x = X_i}
+            = \\frac{1}{\\sigma^2}\\Big(\\big(\\textstyle\\sum_j w_j a(\\rho_{ij})\\big) I_p
+              + \\sum_j w_j b(\\rho_{ij})\\, n_{ij} n_{ij}^T\\Big)
+
+        (the notation of :meth:`hessian`): the Hessian of :math:`f = \\sum_j w_j k(\\cdot, Y_j)`
+        at the rows of ``X``.  Computed in blocks of rows, memory O(m p) per row instead of
+        O(m p^2).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, p)
+            Points where the Hessian is taken.
+        Y : array-like of shape (m, p)
+            Centres.
+        weights : array-like of shape (m,)
+            Weights w (finite).
+
+        Returns
+        -------
+        S : ndarray of shape (n, p, p)
+            Symmetric Hessians.
+
+        Raises
+        ------
+        ValueError
+            If the kernel is not twice differentiable, or ``weights`` is not a finite vector
+            of length m.
+        """
+        self._require(2, "hessian_sum")
+        X, Y = _check_pair(X, Y)
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != (Y.shape[0],) or not np.all(np.isfinite(w)):
+            raise ValueError(
+                f"weights must be a finite vector of length {Y.shape[0]} (one per row of Y), "
+                f"got shape {w.shape}"
+            )
+        n, p = X.shape
+        S = np.empty((n, p, p))
+        step = max(1, _SUM_BLOCK_ENTRIES // max(Y.shape[0] * p, 1))
+        idx = np.arange(p)
+        for start in range(0, n, step):
+            sl = slice(start, min(start + step, n))
+            rho, unit = self._geometry(X[sl], Y)
+            a, b = self._hessian_coefs(rho)
+            wu = unit * (b * w)[..., None]
+            blk = np.matmul(wu.transpose(0, 2, 1), unit)
+            blk[:, idx, idx] += (a @ w)[:, None]
+            S[sl] = 0.5 * (blk + blk.transpose(0, 2, 1))
+        return S / self.sigma**2
 
     def hessian_hessian(self, X, Y=None):
         """Fourth-order mixed derivatives, two in ``x`` and two in ``y``.

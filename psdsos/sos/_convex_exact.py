@@ -136,7 +136,7 @@ def exact_hessian(kernel, X_fit, Z, alpha, gamma, X):
     """
     alpha, gamma = _check_coefs(X_fit, Z, alpha, gamma)
     X = np.asarray(X, dtype=np.float64)
-    out = np.einsum("lirs,i->lrs", kernel.hessian(X, X_fit), alpha)
+    out = kernel.hessian_sum(X, X_fit, alpha)
     d = X.shape[1]
     for sl in _chunks(X.shape[0], Z.shape[0] * d**4):
         out[sl] += np.einsum("jlpqrs,jpq->lrs", kernel.hessian_hessian(Z, X[sl]), gamma)
