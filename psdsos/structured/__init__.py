@@ -10,20 +10,17 @@ spaces in :mod:`psdsos.structured._common`.
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import SIGNED_L1_BOUND, policy_weights
 from psdsos.structured._estimator import KRLSEstimator, SELFEstimator
-from psdsos.structured._euclidean import (
-    EuclideanSpace,
-    project_box,
-    project_psd_cone,
-    project_simplex,
-)
-from psdsos.structured._manifolds import (
+from psdsos.structured._registry import CONTINUOUS_SPACES, get_output_space, output_spaces
+from psdsos.structured.polytopes import project_box, project_simplex
+from psdsos.structured.spaces import (
     BuresSpace,
+    EuclideanSpace,
     FisherSimplexSpace,
     LogEuclideanSPDSpace,
     SPDSpace,
     SphereSpace,
+    project_psd_cone,
 )
-from psdsos.structured._registry import CONTINUOUS_SPACES, get_output_space, output_spaces
 
 __all__ = [
     "SELFEstimator",

@@ -49,7 +49,8 @@ from psdsos.structured._common import (
     policy_weights,
     solve_parametric,
 )
-from psdsos.structured._euclidean import project_psd_cone, project_simplex
+from psdsos.structured.polytopes import project_simplex
+from psdsos.structured.spaces.euclidean import project_psd_cone
 
 __all__ = [
     "SPDSpace",
