@@ -26,6 +26,9 @@ whose vertices are exactly the encoded structures.  Each polytope below offers
 
 All functions take arrays of shape ``(m, *shape)`` (a batch of score vectors) or ``shape``
 (a single one) and return the same leading shape.
+
+The module also holds the plain, batched projections :func:`project_simplex` (rows onto the
+probability simplex; :meth:`Simplex.project_euclidean` uses it) and :func:`project_box`.
 """
 
 from __future__ import annotations
