@@ -169,6 +169,34 @@ def test_layering(layer):
     assert not bad, "layering violations:\n" + "\n".join(bad)
 
 
+#: Inside structured/: the polytopes and the output spaces sit below the estimators and the
+#: registry, and the polytopes below the spaces (the discrete spaces decode through them).
+STRUCTURED_FORBIDDEN = {
+    "psdsos.structured.polytopes": ("psdsos.structured.spaces", "psdsos.structured._estimator",
+                                    "psdsos.structured._registry"),
+    "psdsos.structured.spaces": ("psdsos.structured._estimator", "psdsos.structured._registry"),
+}
+
+
+def test_structured_internal_layering():
+    bad = []
+    for path in sorted((PKG / "structured").rglob("*.py")):
+        modname = module_name(path)
+        for owner, forbidden in STRUCTURED_FORBIDDEN.items():
+            if modname != owner and not modname.startswith(owner + "."):
+                continue
+            imports = psdsos_imports(
+                path.read_text(encoding="utf-8"), modname, path.name == "__init__.py"
+            )
+            bad += [
+                f"{modname}:{line}: imports {mod}"
+                for mod, line in imports
+                if any(mod == f or mod.startswith(f + ".") for f in forbidden)
+            ]
+    assert (PKG / "structured" / "spaces" / "__init__.py").exists()
+    assert not bad, "structured layering violations:\n" + "\n".join(bad)
+
+
 def test_validation_imports_nothing_from_psdsos():
     path = PKG / "_validation.py"
     imports = psdsos_imports(path.read_text(encoding="utf-8"), "psdsos._validation", False)

@@ -29,7 +29,7 @@ from psdsos.structured import (
     project_simplex,
 )
 from psdsos.structured._common import solve_parametric
-from psdsos.structured._polytopes import Birkhoff, PolytopeLP, Simplex
+from psdsos.structured.polytopes import Birkhoff, PolytopeLP, Simplex
 
 TOL = 1e-9
 # distance to an exact projection: ||y - y*||^2 <= objective gap (strong convexity, modulus

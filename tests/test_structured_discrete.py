@@ -20,20 +20,20 @@ from hypothesis.extra.numpy import arrays
 from sklearn.exceptions import NotFittedError
 
 from psdsos.structured._base import OutputSpace
-from psdsos.structured._discrete import (
-    DISCRETE_SPACES,
-    MulticlassSpace,
-    MultilabelSpace,
-    OrdinalSpace,
-    RankingSpace,
-)
-from psdsos.structured._polytopes import (
+from psdsos.structured.polytopes import (
     Birkhoff,
     Knapsack,
     OrderSimplex,
     PolytopeLP,
     Simplex,
     UnitCube,
+)
+from psdsos.structured.spaces.discrete import (
+    DISCRETE_SPACES,
+    MulticlassSpace,
+    MultilabelSpace,
+    OrdinalSpace,
+    RankingSpace,
 )
 
 # --------------------------------------------------------------------------- helpers

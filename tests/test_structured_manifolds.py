@@ -340,7 +340,7 @@ def exact_grad_norm(Y, P, w):
 
 
 def spd_solver(Y):
-    from psdsos.structured._manifolds import _SPDNewton
+    from psdsos.structured.spaces._spd_newton import _SPDNewton
 
     return _SPDNewton(Y, np.array([fun(y, np.log) for y in Y]))
 
@@ -348,7 +348,7 @@ def spd_solver(Y):
 def tracked_eval(sv, S, V, slot=0):
     """An evaluation of the solver (one test point) on given congruences S with given
     eigenvector guesses."""
-    from psdsos.structured._manifolds import _SPDEval
+    from psdsos.structured.spaces._spd_newton import _SPDEval
 
     B, lam, r = sv._pass(S, V)
     ev = _SPDEval(S, V.copy(), B, lam, r, slot, 1)
@@ -556,7 +556,7 @@ def test_spd_certified_gradient_norm(rng, tol, monkeypatch):
     """Whatever path certified a point (the tracked logarithms as they are, or refined),
     the exact gradient norm (eigh) is <= tol.  With tol = 1e-5 on well-conditioned data the
     point after the Newton step is certified from the unrefined tracked eigenvectors."""
-    from psdsos.structured._manifolds import _SPDNewton
+    from psdsos.structured.spaces._spd_newton import _SPDNewton
 
     calls = {"refine": 0}
     orig = _SPDNewton.refine
@@ -581,7 +581,7 @@ def test_spd_certified_gradient_norm(rng, tol, monkeypatch):
 def test_spd_batched_and_single_point_solves_agree(rng, signed, monkeypatch):
     """Test points solved together (common training rows, zero weights of some points kept)
     or one at a time (each with its own non-zero rows): same certified answers."""
-    import psdsos.structured._manifolds as manifolds
+    from psdsos.structured.spaces import spd
 
     Y = rand_spd(rng, 40, 4, cond=30)
     a = rng.uniform(0, 1, size=(7, 40)) ** 2
@@ -592,7 +592,7 @@ def test_spd_batched_and_single_point_solves_agree(rng, signed, monkeypatch):
     pol = "signed" if signed else "positive"
     out = {}
     for batch in (1, 2**30):  # one test point per solve / all of them together
-        monkeypatch.setattr(manifolds, "_SPD_BATCH", batch)
+        monkeypatch.setattr(spd, "_SPD_BATCH", batch)
         sp = SPDSpace(weights=pol, tol=1e-10).fit(Y)
         out[batch] = sp.decode(a)
         w, _ = policy_weights(a, pol)
@@ -605,9 +605,9 @@ def test_spd_batch_merges_when_only_some_steps_are_accepted(rng, monkeypatch):
     """A rejected step for one test point of a batch (forced: its F is reported as
     increased once) keeps that point's evaluation while the others move on; all end
     certified."""
-    import psdsos.structured._manifolds as manifolds
+    from psdsos.structured.spaces._spd_newton import _SPDNewton
 
-    orig = manifolds._SPDNewton.assemble
+    orig = _SPDNewton.assemble
     state = {"evals": [], "merged": 0}
 
     def assemble(self, ev, W, AW):
@@ -619,14 +619,14 @@ def test_spd_batch_merges_when_only_some_steps_are_accepted(rng, monkeypatch):
             ev.gn[1] = np.inf  # nor is the gradient norm halved
         return ev
 
-    orig_merge = manifolds._SPDNewton._merge
+    orig_merge = _SPDNewton._merge
 
     def merge(self, *args):
         state["merged"] += 1
         return orig_merge(self, *args)
 
-    monkeypatch.setattr(manifolds._SPDNewton, "assemble", assemble)
-    monkeypatch.setattr(manifolds._SPDNewton, "_merge", merge)
+    monkeypatch.setattr(_SPDNewton, "assemble", assemble)
+    monkeypatch.setattr(_SPDNewton, "_merge", merge)
     Y = rand_spd(rng, 30, 3, cond=20)
     a = rng.uniform(0, 1, size=(4, 30))
     sp = SPDSpace(weights="positive", tol=1e-10).fit(Y)
@@ -912,7 +912,7 @@ def test_registry_unknown_and_discrete(monkeypatch):
         get_output_space("hyperbolic")
     with pytest.raises(ValueError, match="output"):
         get_output_space(3)
-    from psdsos.structured import _discrete
+    from psdsos.structured.spaces import discrete as _discrete
 
     class Dummy(OutputSpace):
         name = "dummy_discrete"
@@ -927,7 +927,7 @@ def test_cvxpy_available_solvers():
 
 def test_spd_error_bound_ignores_zero_weight_rows():
     """A row of zero weight whose bound is infinite (r >= 1) contributes 0, not NaN."""
-    from psdsos.structured._manifolds import _SPDNewton
+    from psdsos.structured.spaces._spd_newton import _SPDNewton
 
     r = np.array([0.1, 1.5, 0.2, 2.0])
     AW = np.array([[0.5, 0.0], [0.25, 0.0]])
@@ -1000,13 +1000,13 @@ def test_spd_signed_weights_decode_is_a_local_minimizer(seed):
 def test_spd_robust_method_alone_matches_fast_path(rng, monkeypatch):
     """With no fast-path iterations every point goes to the robust method (saddle-free
     Newton, LAPACK evaluations): it certifies tol and agrees with the fast path."""
-    from psdsos.structured import _manifolds
+    from psdsos.structured.spaces import _spd_newton
 
     Y = rand_spd(rng, 12, 3, cond=50.0)
     W = rng.uniform(-0.2, 1.0, size=(4, 12))
     fast = SPDSpace().fit(Y)
     P_fast = fast.decode(W)
-    monkeypatch.setattr(_manifolds, "_FAST_ITER", 0)
+    monkeypatch.setattr(_spd_newton, "_FAST_ITER", 0)
     sp = SPDSpace().fit(Y)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

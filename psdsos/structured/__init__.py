@@ -2,28 +2,46 @@
 
 ``SELFEstimator`` computes the kernel-ridge weights alpha(x) (eq. 3) and an output space
 decodes eq. 2; ``KRLSEstimator`` is the projected kernel ridge baseline (Appendix G).
-Output spaces by name: see :func:`get_output_space`.  The interface every space follows is
-documented in :mod:`psdsos.structured._base`; the negative-weight policy of the manifold
-spaces in :mod:`psdsos.structured._common`.
+Output spaces by name: see :func:`get_output_space`.
+
+Layout:
+
+* :mod:`psdsos.structured.spaces` -- one module per output space: ``euclidean``
+  (:class:`EuclideanSpace`, :func:`project_psd_cone`), ``spd`` (:class:`SPDSpace`, its
+  Riemannian Newton decoder in ``_spd_newton``), ``log_euclidean``
+  (:class:`LogEuclideanSPDSpace`), ``bures`` (:class:`BuresSpace`), ``sphere``
+  (:class:`SphereSpace`), ``fisher`` (:class:`FisherSimplexSpace`) and ``discrete``
+  (:class:`MulticlassSpace`, :class:`MultilabelSpace`, :class:`RankingSpace`,
+  :class:`OrdinalSpace`);
+* :mod:`psdsos.structured.polytopes` -- the marginal polytopes of the discrete spaces
+  (``Simplex``, ``UnitCube``, ``Knapsack``, ``Birkhoff``, ``OrderSimplex``): MAP oracles,
+  CVXPY constraints, the decoding LP, batched Euclidean and KL projections, and the plain
+  projections :func:`project_box` and :func:`project_simplex`;
+* the interface every space follows, :class:`OutputSpace`, is documented in
+  :mod:`psdsos.structured._base`; the negative-weight policy of the manifold spaces in
+  :mod:`psdsos.structured._common`.
+
+Everything listed in ``__all__`` is importable from ``psdsos.structured`` directly.
 """
 
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import SIGNED_L1_BOUND, policy_weights
 from psdsos.structured._estimator import KRLSEstimator, SELFEstimator
-from psdsos.structured._euclidean import (
-    EuclideanSpace,
-    project_box,
-    project_psd_cone,
-    project_simplex,
-)
-from psdsos.structured._manifolds import (
+from psdsos.structured._registry import CONTINUOUS_SPACES, get_output_space, output_spaces
+from psdsos.structured.polytopes import project_box, project_simplex
+from psdsos.structured.spaces import (
     BuresSpace,
+    EuclideanSpace,
     FisherSimplexSpace,
     LogEuclideanSPDSpace,
+    MulticlassSpace,
+    MultilabelSpace,
+    OrdinalSpace,
+    RankingSpace,
     SPDSpace,
     SphereSpace,
+    project_psd_cone,
 )
-from psdsos.structured._registry import CONTINUOUS_SPACES, get_output_space, output_spaces
 
 __all__ = [
     "SELFEstimator",
@@ -35,6 +53,10 @@ __all__ = [
     "BuresSpace",
     "SphereSpace",
     "FisherSimplexSpace",
+    "MulticlassSpace",
+    "MultilabelSpace",
+    "RankingSpace",
+    "OrdinalSpace",
     "CONTINUOUS_SPACES",
     "SIGNED_L1_BOUND",
     "check_alpha",

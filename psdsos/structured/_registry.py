@@ -1,18 +1,18 @@
 """Output spaces by name (ARCHITECTURE.md): the continuous ones here, the discrete ones from
-``psdsos.structured._discrete.DISCRETE_SPACES`` (looked up at call time)."""
+``psdsos.structured.spaces.discrete.DISCRETE_SPACES`` (looked up at call time)."""
 
 from __future__ import annotations
 
 from psdsos.structured._base import OutputSpace
-from psdsos.structured._discrete import DISCRETE_SPACES
-from psdsos.structured._euclidean import EuclideanSpace
-from psdsos.structured._manifolds import (
+from psdsos.structured.spaces import (
     BuresSpace,
+    EuclideanSpace,
     FisherSimplexSpace,
     LogEuclideanSPDSpace,
     SPDSpace,
     SphereSpace,
 )
+from psdsos.structured.spaces.discrete import DISCRETE_SPACES
 
 __all__ = ["CONTINUOUS_SPACES", "output_spaces", "get_output_space"]
 

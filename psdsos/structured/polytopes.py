@@ -26,6 +26,9 @@ whose vertices are exactly the encoded structures.  Each polytope below offers
 
 All functions take arrays of shape ``(m, *shape)`` (a batch of score vectors) or ``shape``
 (a single one) and return the same leading shape.
+
+The module also holds the plain, batched projections :func:`project_simplex` (rows onto the
+probability simplex; :meth:`Simplex.project_euclidean` uses it) and :func:`project_box`.
 """
 
 from __future__ import annotations
@@ -35,9 +38,11 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from psdsos.solvers import SolverStatusError
-from psdsos.structured._euclidean import project_simplex
+from psdsos.structured._common import as_finite
 
 __all__ = [
+    "project_box",
+    "project_simplex",
     "Polytope",
     "Simplex",
     "UnitCube",
@@ -55,6 +60,68 @@ _LP_OPTIONS = {
     "HIGHS": {"primal_feasibility_tolerance": 1e-9, "dual_feasibility_tolerance": 1e-9},
     "CLARABEL": {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10},
 }
+
+
+# --------------------------------------------------------------------------------------
+# closed-form projections (plain functions, batched over rows)
+# --------------------------------------------------------------------------------------
+def project_box(Z, lo, hi):
+    r"""Euclidean projection onto the box :math:`[lo, hi]^k`: entry-wise clipping.
+
+    Parameters
+    ----------
+    Z : array-like of shape (..., k)
+    lo, hi : float
+        Bounds, ``lo <= hi``.
+
+    Returns
+    -------
+    ndarray of the shape of ``Z``.
+    """
+    Z = as_finite(Z, "Z")
+    if not lo <= hi:
+        raise ValueError(f"lo must be <= hi, got lo={lo!r}, hi={hi!r}")
+    return np.clip(Z, lo, hi)
+
+
+def project_simplex(Z):
+    r"""Euclidean projection of each row onto the probability simplex (sorting algorithm).
+
+    .. math::
+
+        \Pi_\Delta(z) = \max(z - \tau, 0), \qquad
+        \tau = \frac{1}{\rho}\Big(\sum_{j \le \rho} z_{(j)} - 1\Big), \quad
+        \rho = \max\Big\{j : z_{(j)} - \tfrac1j\big(\textstyle\sum_{l \le j} z_{(l)} - 1\big)
+               > 0\Big\},
+
+    with :math:`z_{(1)} \ge z_{(2)} \ge \dots` the sorted entries (Held, Wolfe and Crowder,
+    1974; Duchi et al., 2008).
+
+    Parameters
+    ----------
+    Z : array-like of shape (k,) or (n, k)
+
+    Returns
+    -------
+    P : ndarray of the shape of ``Z``
+        Non-negative rows summing to one.
+    """
+    Z = as_finite(Z, "Z")
+    one = Z.ndim == 1
+    Z2 = np.atleast_2d(Z)
+    if Z2.ndim != 2 or Z2.shape[1] < 1:
+        raise ValueError(f"Z must have shape (k,) or (n, k) with k >= 1, got {Z.shape}")
+    # shift by the row max: the projection is unchanged by this reparametrization
+    # (tau shifts with it) and large inputs (1e9) stay exact
+    shift = Z2.max(axis=1, keepdims=True)
+    U = -np.sort(-(Z2 - shift), axis=1)
+    css = np.cumsum(U, axis=1) - 1.0
+    j = np.arange(1, Z2.shape[1] + 1)
+    cond = U - css / j > 0
+    rho = Z2.shape[1] - np.argmax(cond[:, ::-1], axis=1)  # last index where cond holds
+    tau = css[np.arange(len(Z2)), rho - 1] / rho
+    P = np.maximum(Z2 - shift - tau[:, None], 0.0)
+    return P[0] if one else P
 
 
 def _batch(theta, shape, name="scores"):

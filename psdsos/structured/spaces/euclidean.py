@@ -36,72 +36,15 @@ import numpy as np
 from psdsos.sos import project_psd
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import as_finite, check_float, solve_parametric
+from psdsos.structured.polytopes import project_box, project_simplex
 
-__all__ = ["EuclideanSpace", "project_box", "project_simplex", "project_psd_cone"]
+__all__ = ["EuclideanSpace", "project_psd_cone"]
 
 
 # --------------------------------------------------------------------------------------
-# closed-form projections (plain functions, batched over rows)
+# closed-form projection onto the PSD cone (project_box and project_simplex:
+# psdsos.structured.polytopes)
 # --------------------------------------------------------------------------------------
-def project_box(Z, lo, hi):
-    r"""Euclidean projection onto the box :math:`[lo, hi]^k`: entry-wise clipping.
-
-    Parameters
-    ----------
-    Z : array-like of shape (..., k)
-    lo, hi : float
-        Bounds, ``lo <= hi``.
-
-    Returns
-    -------
-    ndarray of the shape of ``Z``.
-    """
-    Z = as_finite(Z, "Z")
-    if not lo <= hi:
-        raise ValueError(f"lo must be <= hi, got lo={lo!r}, hi={hi!r}")
-    return np.clip(Z, lo, hi)
-
-
-def project_simplex(Z):
-    r"""Euclidean projection of each row onto the probability simplex (sorting algorithm).
-
-    .. math::
-
-        \Pi_\Delta(z) = \max(z - \tau, 0), \qquad
-        \tau = \frac{1}{\rho}\Big(\sum_{j \le \rho} z_{(j)} - 1\Big), \quad
-        \rho = \max\Big\{j : z_{(j)} - \tfrac1j\big(\textstyle\sum_{l \le j} z_{(l)} - 1\big)
-               > 0\Big\},
-
-    with :math:`z_{(1)} \ge z_{(2)} \ge \dots` the sorted entries (Held, Wolfe and Crowder,
-    1974; Duchi et al., 2008).
-
-    Parameters
-    ----------
-    Z : array-like of shape (k,) or (n, k)
-
-    Returns
-    -------
-    P : ndarray of the shape of ``Z``
-        Non-negative rows summing to one.
-    """
-    Z = as_finite(Z, "Z")
-    one = Z.ndim == 1
-    Z2 = np.atleast_2d(Z)
-    if Z2.ndim != 2 or Z2.shape[1] < 1:
-        raise ValueError(f"Z must have shape (k,) or (n, k) with k >= 1, got {Z.shape}")
-    # shift by the row max: the projection is unchanged by this reparametrization
-    # (tau shifts with it) and large inputs (1e9) stay exact
-    shift = Z2.max(axis=1, keepdims=True)
-    U = -np.sort(-(Z2 - shift), axis=1)
-    css = np.cumsum(U, axis=1) - 1.0
-    j = np.arange(1, Z2.shape[1] + 1)
-    cond = U - css / j > 0
-    rho = Z2.shape[1] - np.argmax(cond[:, ::-1], axis=1)  # last index where cond holds
-    tau = css[np.arange(len(Z2)), rho - 1] / rho
-    P = np.maximum(Z2 - shift - tau[:, None], 0.0)
-    return P[0] if one else P
-
-
 def project_psd_cone(S, floor=0.0):
     r"""Projection of symmetric matrices onto :math:`\{Y \succeq \text{floor}\cdot I\}`.
 
@@ -166,7 +109,8 @@ class EuclideanSpace(OutputSpace):
     "closed_form")``.  "cvxpy" builds ONE problem per space,
     ``minimize sum_squares(y - m)`` over :math:`\mathcal C` with ``m`` a ``cp.Parameter`` (DPP),
     and re-solves it per test point; "closed_form" applies the matching projection
-    (:func:`project_box`, :func:`project_simplex`, :func:`project_psd_cone`).
+    (:func:`~psdsos.structured.polytopes.project_box`,
+    :func:`~psdsos.structured.polytopes.project_simplex`, :func:`project_psd_cone`).
 
     Y formats: (n, k) rows (a 1-D ``Y`` of shape (n,) is read as k = 1 and predictions are then
     1-D, as scikit-learn regressors do).  ``check_Y`` requires the rows to lie in

@@ -27,7 +27,7 @@ Decoding methods: ``"oracle"`` (the polytope's combinatorial MAP oracle, batched
 default) and ``"cvxpy"`` (the linear program :math:`\max_{\mu \in \mathcal M}
 \langle\theta,\mu\rangle` over the marginal polytope, built once with a ``cp.Parameter``
 and re-solved per test point, then rounded to the vertex; see
-:class:`psdsos.structured._polytopes.PolytopeLP`).
+:class:`psdsos.structured.polytopes.PolytopeLP`).
 
 Negative-weight policy (all spaces here): any real weights are accepted.  The objective is
 linear in :math:`\varphi(\hat y)` whatever the signs, and a linear function attains its
@@ -45,7 +45,7 @@ from sklearn.exceptions import NotFittedError
 from psdsos._validation import check_choice, check_scalar
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import as_finite
-from psdsos.structured._polytopes import (
+from psdsos.structured.polytopes import (
     LP_SOLVERS,
     Birkhoff,
     Knapsack,

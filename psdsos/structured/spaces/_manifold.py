@@ -1,0 +1,53 @@
+r"""Helpers shared by the manifold output spaces: the options of the iterative decoders,
+batching under a memory budget, input checks and the convergence warning.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from psdsos.structured._common import as_finite, check_float, check_int, check_policy
+
+_TINY = np.finfo(np.float64).tiny
+#: Largest number of (test point, training point) d x d blocks held at once by the batched
+#: decoders (a memory bound: about 2 MB per array, cache-friendly).
+_BLOCK_BUDGET = 2**18
+#: Backtracking stops (and the point is reported as not converged) below this step size.
+_MIN_STEP = 1e-12
+
+
+def _chunks(idx, per_point, budget=_BLOCK_BUDGET):
+    size = max(1, budget // max(per_point, 1))
+    for s in range(0, len(idx), size):
+        yield idx[s : s + size]
+
+
+def _check_spd_stack(Y, name):
+    A = as_finite(Y, name)
+    if A.ndim != 3 or A.shape[1] != A.shape[2] or A.shape[1] < 1:
+        raise ValueError(f"{name} must have shape (n_samples, d, d), got {A.shape}")
+    return A
+
+
+def _warn_not_converged(space, gnorm, tol, max_iter, advice="increase max_iter or tol"):
+    bad = int(np.sum(~(gnorm <= tol)))
+    if bad:
+        warnings.warn(
+            f"{type(space).__name__} decoding did not reach tol={tol:g} (Riemannian gradient "
+            f"norm) for {bad} test point(s) in max_iter={max_iter} iterations (largest norm "
+            f"{float(np.max(gnorm)):.3g}); {advice}",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+
+
+class _RGDOptions:
+    """Common constructor arguments of the iterative manifold decoders."""
+
+    def _check_options(self):
+        check_policy(self.weights)
+        check_int(self.max_iter, "max_iter")
+        check_float(self.tol, "tol", positive=True)
