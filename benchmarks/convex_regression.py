@@ -203,8 +203,9 @@ def _dimension_sections(args, dim_sizes, budget, deficit_cases):
     head = ["", "## Certified convexity deficit relative to the curvature scale, d = 3-5", "",
             "eta = max(0, -min lambda_min(Hess f)) and kappa = mean ||Hess f||_2 over 4096 "
             "scrambled Sobol points of the data's bounding box; default ConvexRegressor "
-            "(constraint points: pivots among the training points and the box corners) "
-            "against the previous default (pivots among the training points only); "
+            "(constraint points: pivots among the training points and the box corners; in "
+            "d = 5 up to 200 of them while n >= 5 per point) against as many pivots among "
+            "the training points only; "
             f"budget {budget:.0f} s per fit (target eta / kappa < 1e-3).", "",
             "| n | d | sigma | constraint points | m | eta / kappa | wall s | cpu s | iters "
             "| warned |", "|---|---|---|---|---|---|---|---|---|---|"]

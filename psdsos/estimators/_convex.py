@@ -178,19 +178,19 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         kernel ("gaussian", "matern52"), fourth-order kernel derivatives and m d (d + 1) / 2
         extra coefficients (see :class:`psdsos.sos.ConvexRegressionExactProblem`).
     constraint_points : None, "train", int or array of shape (m, n_features)
-        Where the Hessian constraint is imposed: ``"train"``: the training points (eq. 19,
+        Where the Hessian constraint is imposed: ``"train"``: the training points (eq.  19,
         28); an int: that many scrambled Sobol points in the data's bounding box (seeded);
         or given points.  ``None`` (default): points chosen by greedy pivoted Cholesky of
         the kernel (spread out, kernel matrix well conditioned) among the training points
         and, when n >= m_auto and 2^d <= m_auto / 2 (d <= 5 with exact features), the 2^d
         corners of the data's bounding box (where the Hessian is otherwise least
-        controlled), at most m_auto of them (100 with exact features, 2 * n_landmarks with
-        Nystrom features), stopping once every other candidate's residual kernel variance
-        is below 1e-6 k(x, x); all the training points when none is that redundant and no
-        corner is offered.  With more, or nearly dependent, points the constrained problem
-        is close to having no strictly feasible point and the dual crawls or diverges
-        (measured: docs/convex-regression.md, "Constraint points"); ``"train"`` keeps the
-        paper's choice whatever n.
+        controlled), at most m_auto of them (100 with exact features, in d = 5 up to 200
+        while n >= 5 m_auto, 2 * n_landmarks with Nystrom features), stopping once every
+        other candidate's residual kernel variance is below 1e-6 k(x, x); all the training
+        points when none is that redundant and no corner is offered.  With more, or nearly
+        dependent, points the constrained problem is close to having no strictly feasible
+        point and the dual crawls or diverges (measured: docs/convex-regression.md,
+        "Constraint points"); ``"train"`` keeps the paper's choice whatever n.
     n_landmarks : int or None
         Nystrom rank of the SoS features Psi (the paper uses 25 when n > 25); the
         landmarks are drawn among the constraint points.  With the default constraint
@@ -230,6 +230,21 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         Dual variable (dual solver), in the standardized units.
     n_iter_, dual_gap_, constraint_residual_ : int / float
         dual_gap_ and constraint_residual_ are relative, hence the same in both units.
+    convexity_deficit_ : float
+        The fit's certificate of convexity between the constraint points:
+        ``convexity_deficit(relative=True)`` at the fit (4096 Sobol points of the training
+        data's bounding box); above :data:`RELATIVE_DEFICIT_TOL` (1e-2) the fit warns
+        with :class:`NonConvexFitWarning`.
+
+    Warns
+    -----
+    sklearn.exceptions.ConvergenceWarning
+        The dual stopped at max_iter before its certificate reached tol.
+    InaccurateSolutionWarning
+        The primal's certificate (gap, residual) falls short of tol.
+    NonConvexFitWarning
+        ``convexity_deficit_ > RELATIVE_DEFICIT_TOL``: the Hessian constraint holds at the
+        constraint points only and the fitted function is not convex between them.
     """
 
     _parameter_constraints = {
