@@ -178,7 +178,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         kernel ("gaussian", "matern52"), fourth-order kernel derivatives and m d (d + 1) / 2
         extra coefficients (see :class:`psdsos.sos.ConvexRegressionExactProblem`).
     constraint_points : None, "train", int or array of shape (m, n_features)
-        Where the Hessian constraint is imposed: ``"train"``: the training points (eq.  19,
+        Where the Hessian constraint is imposed: ``"train"``: the training points (eq. 19,
         28); an int: that many scrambled Sobol points in the data's bounding box (seeded);
         or given points.  ``None`` (default): points chosen by greedy pivoted Cholesky of
         the kernel (spread out, kernel matrix well conditioned) among the training points
