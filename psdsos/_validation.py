@@ -24,9 +24,29 @@ def _check_real(A, name):
     """Refuse complex input: converting it to float would drop the imaginary part."""
     if np.iscomplexobj(A):
         raise ValueError(
-            f"{name} must hold real numbers, got a complex array (its imaginary part would be "
-            "dropped); pass the real part explicitly if that is what you mean"
+            f"{name} must hold real numbers, got a complex array (Complex data not supported: "
+            "its imaginary part would be dropped); pass the real part explicitly if that is "
+            "what you mean"
         )
+
+
+def validate_data(estimator, X="no_validation", y="no_validation", **kwargs):
+    """scikit-learn's ``validate_data``, after refusing complex ``X`` or ``y`` with a
+    ValueError naming the argument (scikit-learn's own message prints the array instead)."""
+    from sklearn.utils.validation import validate_data as _sk_validate_data
+
+    for name, A in (("X", X), ("y", y)):
+        if A is None or isinstance(A, str):
+            continue
+        dtype = getattr(A, "dtype", None)
+        if not isinstance(dtype, np.dtype):
+            try:  # through __array__ (objects that refuse numpy's array functions too)
+                dtype = np.asarray(A).dtype
+            except (TypeError, ValueError):  # ragged or odd input: scikit-learn's message
+                continue
+        if dtype.kind == "c":
+            _check_real(np.empty(0, dtype=dtype), name)
+    return _sk_validate_data(estimator, X, y, **kwargs)
 
 
 def check_array_2d(X, name="X", *, min_samples=1, allow_1d=False, dtype=np.float64):

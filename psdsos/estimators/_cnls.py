@@ -19,9 +19,9 @@ import scipy.sparse as sp
 from scipy.spatial import Delaunay, QhullError, cKDTree
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from psdsos._validation import scaled_mean_std
+from psdsos._validation import scaled_mean_std, validate_data
 from psdsos.estimators._base import (
     Bool,
     Interval,

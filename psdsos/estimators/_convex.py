@@ -9,9 +9,9 @@ import warnings
 import numpy as np
 from scipy.stats import qmc
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from psdsos._validation import check_array_2d, check_random_state, scaled_mean_std
+from psdsos._validation import check_array_2d, check_random_state, scaled_mean_std, validate_data
 from psdsos.estimators._base import (
     KERNEL_OPTIONS,
     Bandwidth,

@@ -13,8 +13,9 @@ import numbers
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.kernel_ridge import KernelRidge
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from psdsos._validation import validate_data
 from psdsos.estimators._base import (
     KERNEL_OPTIONS,
     Bandwidth,
