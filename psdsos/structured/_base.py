@@ -48,6 +48,16 @@ class OutputSpace:
 
     name = "abstract"
     decode_methods: tuple = ()
+    #: Attributes holding caches built on first use (CVXPY problems and the solver objects
+    #: they keep): reset to None when the space is pickled or deep-copied, then rebuilt.
+    _cache_attrs: tuple = ("_problem", "_lp")
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        for attr in self._cache_attrs:
+            if attr in state:
+                state[attr] = None
+        return state
 
     def check_Y(self, Y, name="Y"):
         raise NotImplementedError
