@@ -759,7 +759,7 @@ class RankingSpace(_PolytopeSpace):
         :math:`\operatorname{argmin}_\pi \|\pi - z\|^2 = \operatorname{argmax}_\pi
         \langle \pi, z\rangle`, i.e. the ranks of z (smallest predicted rank first; ties keep
         label order).  For KRLS on the permutation-matrix embedding use
-        ``polytope_.map_oracle(alpha @ Phi_)``, which equals the SELF decoding here.
+        ``polytope_.map_oracle(scores(alpha))``, which equals the SELF decoding here.
         """
         self._check_fitted()
         Z = _finite(Z, "Z", (self.k_,))
