@@ -139,6 +139,10 @@ def test_labels_unseen_in_training_are_scored():
     assert space.score(["c", "a"], ["a", "a"]) == 0.5
     with pytest.raises(ValueError, match="not seen in training"):
         space.encode(["c"])
+    with pytest.raises(ValueError, match="Y_true holds labels of another type"):
+        space.loss([1, 2], ["a", "b"])
+    with pytest.raises(ValueError, match="Y_true holds labels of another type"):
+        OrdinalSpace().fit(["a", "b"]).loss([1, 2], ["a", "b"])
     ordinal = OrdinalSpace().fit([0, 2, 4])
     # an unseen label sits half-way between its neighbours in the sorted order
     np.testing.assert_allclose(ordinal.loss([1, 3, 5, -1], [0, 0, 4, 0]), [0.5, 1.5, 0.5, 0.5])

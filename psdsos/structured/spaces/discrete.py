@@ -141,6 +141,12 @@ def _label_array(Y, name, what):
     return A
 
 
+def _kind(A):
+    """"str" for string labels, "num" for numbers and booleans, "obj" otherwise."""
+    k = A.dtype.kind
+    return "str" if k in "US" else "num" if k in "fiub" else "obj"
+
+
 def _finite(Z, name, tail):
     """``Z`` as a finite float array of shape (n, *tail)."""
     A = as_finite(Z, name)
@@ -422,6 +428,15 @@ class _LabelSpace(_PolytopeSpace):
 
     def _check_k(self, k):
         pass
+
+    def _pair(self, Y_true, Y_pred):
+        T, P = super()._pair(Y_true, Y_pred)
+        ref = getattr(self, "classes_", P)
+        for A, name in ((T, "Y_true"), (P, "Y_pred")):
+            if _kind(A) != _kind(ref):
+                raise ValueError(f"{name} holds labels of another type ({A.dtype}) than the "
+                                 f"classes ({ref.dtype}): strings and numbers do not compare")
+        return T, P
 
     @staticmethod
     def _positions(Y, classes, name):
