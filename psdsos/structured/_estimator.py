@@ -217,6 +217,9 @@ class _KernelWeights(BaseEstimator):
                 f"output spaces ({sorted(registry)}) are saved"
             )
         arrays = {"Y_train": np.asarray(space.Y_train_)}
+        if arrays["Y_train"].dtype == object and all(isinstance(v, str)
+                                                     for v in arrays["Y_train"]):
+            arrays["Y_train"] = arrays["Y_train"].astype(str)  # e.g. a pandas column
         if arrays["Y_train"].dtype == object:
             raise ValueError(
                 f"cannot save {type(self).__name__} trained on labels of dtype object (saved "

@@ -144,7 +144,16 @@ def _label_array(Y, name, what):
 def _kind(A):
     """"str" for string labels, "num" for numbers and booleans, "obj" otherwise."""
     k = A.dtype.kind
-    return "str" if k in "US" else "num" if k in "fiub" else "obj"
+    if k in "US":
+        return "str"
+    if k in "fiub":
+        return "num"
+    if k == "O" and len(A):  # e.g. a pandas Series of strings
+        if all(isinstance(v, str) for v in A):
+            return "str"
+        if all(isinstance(v, numbers.Number) for v in A):
+            return "num"
+    return "obj"
 
 
 def _finite(Z, name, tail):
@@ -431,11 +440,11 @@ class _LabelSpace(_PolytopeSpace):
 
     def _pair(self, Y_true, Y_pred):
         T, P = super()._pair(Y_true, Y_pred)
-        ref = getattr(self, "classes_", P)
+        ref = _kind(getattr(self, "classes_", P))
         for A, name in ((T, "Y_true"), (P, "Y_pred")):
-            if _kind(A) != _kind(ref):
-                raise ValueError(f"{name} holds labels of another type ({A.dtype}) than the "
-                                 f"classes ({ref.dtype}): strings and numbers do not compare")
+            if {_kind(A), ref} == {"str", "num"}:
+                raise ValueError(f"{name} holds labels of another type than the classes "
+                                 "(strings and numbers do not compare)")
         return T, P
 
     @staticmethod
