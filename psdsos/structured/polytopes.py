@@ -467,7 +467,9 @@ class PolytopeLP:
     ----------
     polytope : Polytope
     solver : {"HIGHS", "CLARABEL", "SCIPY"}
-        Named CVXPY solver; HIGHS (simplex) returns vertex solutions.
+        Named CVXPY solver; HIGHS (simplex) returns vertex solutions.  Nothing is printed
+        (HiGHS's once-per-process banner is swallowed).  Instances can be pickled and
+        deep-copied: the CVXPY problem is rebuilt.
     """
 
     def __init__(self, polytope, solver="HIGHS"):
