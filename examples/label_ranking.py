@@ -82,7 +82,7 @@ def predict_all(X_tr, Y_tr, X_te, sigma, lam):
     space = model.output_space_
     self_pred = space.decode(alpha, "oracle")
     # KRLS on the permutation-matrix embedding, projected by linear_sum_assignment
-    G = (alpha @ space.Phi_).reshape(len(X_te), space.k_, space.k_)
+    G = (alpha @ space.embed(Y_tr)).reshape(len(X_te), space.k_, space.k_)
     krls_perm = np.empty_like(self_pred)
     for j, Gj in enumerate(G):
         rows, cols = linear_sum_assignment(Gj, maximize=True)

@@ -43,7 +43,7 @@ def test_complex_targets_refused(where):
     est = PSDRegressor(sigma=0.3)
     if where == "score":
         est.fit(X, M)
-    with pytest.raises(ValueError, match="M must hold real numbers"):
+    with pytest.raises(ValueError, match="y must hold real numbers"):
         est.fit(X, Mc) if where == "fit" else est.score(X, Mc)
 
 
@@ -51,7 +51,7 @@ def test_complex_targets_refused(where):
 def test_scalar_targets_complex_or_text_refused(M):
     # 1-D complex targets were once cast to float (imaginary part dropped)
     X = np.linspace(0.0, 1.0, 8)[:, None]
-    with pytest.raises(ValueError, match="M must"):
+    with pytest.raises(ValueError, match="y must"):
         PSDRegressor(sigma=0.3).fit(X, M)
 
 
@@ -69,9 +69,9 @@ def test_extreme_target_magnitudes_fitted_like_unit_ones(c):
 
 
 @pytest.mark.parametrize("bad, match", [
-    (lambda M: M.reshape(len(M), -1), r"M must have shape \(n_samples, d, d\)"),
+    (lambda M: M.reshape(len(M), -1), r"y must have shape \(n_samples, d, d\)"),
     (lambda M: M.reshape(2, 4, 4), "different numbers of samples"),
-    (lambda M: np.where(M > M.max() / 2, np.nan, M), "M contains NaN"),
+    (lambda M: np.where(M > M.max() / 2, np.nan, M), "y contains NaN"),
 ])
 def test_score_with_malformed_M_refused(bad, match):
     X, M = _psd_data()

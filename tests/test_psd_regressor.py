@@ -25,15 +25,6 @@ from psdsos.solvers import InaccurateSolutionWarning, SolverStatusError
 # ---------------------------------------------------------------------------------------
 #: Every check PSDRegressor fails, with the reason found by running it (sklearn 1.9).
 EXPECTED_FAILED_CHECKS = {
-    "check_fit_score_takes_y": (
-        "fit(X, M) and score(X, M) name their target M (the PSD paper's notation); the "
-        "check requires the second argument to be called y or Y"
-    ),
-    "check_n_features_in_after_fitting": (
-        "the check calls score(X, y=y) with the keyword y, which score(X, M) does not "
-        "accept (TypeError); same root cause as check_fit_score_takes_y. The n_features_in_ "
-        "check itself holds: predict validates with reset=False"
-    ),
     "check_supervised_y_2d": (
         "a 2-D target of shape (n, 1) is rejected with ValueError by contract: targets are "
         "(n, d, d) matrices or 1-D scalars, never (n, k)"
@@ -117,19 +108,19 @@ BAD_DATA = [
     ("X-1d", lambda X, M: (X[:, 0], M), "Expected 2D array"),
     ("X-3d", lambda X, M: (X[:, :, None], M), "dim 3"),
     ("X-1-sample", lambda X, M: (X[:1], M[:1]), "minimum of 2"),
-    ("M-nan", _nan_M, "M contains NaN"),
-    ("M-inf", _inf_M, "M contains NaN or infinite"),
-    ("M-2d", lambda X, M: (X, M.reshape(len(M), -1)), r"M must have shape \(n_samples, d, d\)"),
-    ("M-2d-column", lambda X, M: (X, M[:, :1, 0]), r"M must have shape \(n_samples, d, d\)"),
-    ("M-4d", lambda X, M: (X, M[..., None]), r"M must have shape \(n_samples, d, d\)"),
-    ("M-not-square", lambda X, M: (X, M[:, :, :1]), r"M must have shape \(n_samples, d, d\)"),
-    ("M-not-symmetric", _asym_M, "M must hold symmetric matrices"),
-    ("M-too-short", lambda X, M: (X, M[:-1]), "X and M have different numbers of samples"),
-    ("M-1d-too-short", lambda X, M: (X, M[:-1, 0, 0]), "X and M have different numbers of samples"),
-    ("X-too-short", lambda X, M: (X[:-2], M), "X and M have different numbers of samples"),
-    ("M-strings", lambda X, M: (X, np.full(M.shape, "a")), "M must be a numeric array"),
-    ("M-complex", lambda X, M: (X, M + 1e-3j * M), "M must hold real numbers"),
-    ("M-complex-zero-imag", lambda X, M: (X, M.astype(complex)), "M must hold real numbers"),
+    ("M-nan", _nan_M, "y contains NaN"),
+    ("M-inf", _inf_M, "y contains NaN or infinite"),
+    ("M-2d", lambda X, M: (X, M.reshape(len(M), -1)), r"y must have shape \(n_samples, d, d\)"),
+    ("M-2d-column", lambda X, M: (X, M[:, :1, 0]), r"y must have shape \(n_samples, d, d\)"),
+    ("M-4d", lambda X, M: (X, M[..., None]), r"y must have shape \(n_samples, d, d\)"),
+    ("M-not-square", lambda X, M: (X, M[:, :, :1]), r"y must have shape \(n_samples, d, d\)"),
+    ("M-not-symmetric", _asym_M, "y must hold symmetric matrices"),
+    ("M-too-short", lambda X, M: (X, M[:-1]), "X and y have different numbers of samples"),
+    ("M-1d-too-short", lambda X, M: (X, M[:-1, 0, 0]), "X and y have different numbers of samples"),
+    ("X-too-short", lambda X, M: (X[:-2], M), "X and y have different numbers of samples"),
+    ("M-strings", lambda X, M: (X, np.full(M.shape, "a")), "y must be a numeric array"),
+    ("M-complex", lambda X, M: (X, M + 1e-3j * M), "y must hold real numbers"),
+    ("M-complex-zero-imag", lambda X, M: (X, M.astype(complex)), "y must hold real numbers"),
 ]
 
 
@@ -439,12 +430,12 @@ def test_score_is_r2(rng):
 
 
 BAD_SCORE_M = [
-    ("flat", lambda M: M.reshape(len(M), -1), r"M must have shape \(n_samples, d, d\)"),
+    ("flat", lambda M: M.reshape(len(M), -1), r"y must have shape \(n_samples, d, d\)"),
     ("same-size-other-shape", lambda M: M.reshape(2, 4, 4), "different numbers of samples"),
-    ("wrong-d", lambda M: np.tile(M, (1, 2, 2)), r"M must have shape \(n_samples, 2, 2\)"),
+    ("wrong-d", lambda M: np.tile(M, (1, 2, 2)), r"y must have shape \(n_samples, 2, 2\)"),
     ("nan", lambda M: np.where(np.arange(M.size).reshape(M.shape) == 3, np.nan, M),
-     "M contains NaN"),
-    ("complex", lambda M: M + 0j, "M must hold real numbers"),
+     "y contains NaN"),
+    ("complex", lambda M: M + 0j, "y must hold real numbers"),
     ("too-short", lambda M: M[:-1], "different numbers of samples"),
 ]
 
@@ -511,7 +502,7 @@ def test_asymmetry_is_relative_to_the_targets(rng, c):
     X, M = psd_curve(rng, n=8, d=2)
     M = M.copy()
     M[0, 0, 1] += 1e-4 * np.abs(M).max()
-    with pytest.raises(ValueError, match="M must hold symmetric matrices"):
+    with pytest.raises(ValueError, match="y must hold symmetric matrices"):
         PSDRegressor(sigma=0.3).fit(X, c * M)
 
 

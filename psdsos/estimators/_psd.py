@@ -165,28 +165,29 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         self.verbose = verbose
 
     # ------------------------------------------------------------------------------------
-    def _validate_targets(self, M, n):
-        if M is None:
+    def _validate_targets(self, y, n):
+        if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None "
-                "(pass the targets M)"
+                "(pass the target matrices y, shape (n_samples, d, d))"
             )
-        M_arr = np.asarray(M) if not hasattr(M, "shape") else M
-        if getattr(M_arr, "ndim", None) == 1:
+        y_arr = np.asarray(y) if not hasattr(y, "shape") else y
+        if getattr(y_arr, "ndim", None) == 1:
             # scalar targets: the non-negative model with d = 1 (Marteau-Ferey et al., 2020)
-            Mr = check_psd_targets(np.reshape(M_arr, (-1, 1, 1)), "M", n_samples=n)
+            Mr = check_psd_targets(np.reshape(y_arr, (-1, 1, 1)), "y", n_samples=n)
             return Mr, True
-        return check_psd_targets(M_arr, "M", n_samples=n), False
+        return check_psd_targets(y_arr, "y", n_samples=n), False
 
-    def fit(self, X, M):
-        """Fit the SoS model to PSD (or symmetric, noisy) targets.
+    def fit(self, X, y):
+        r"""Fit the SoS model to PSD (or symmetric, noisy) targets.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-        M : array-like of shape (n_samples, d, d), symmetric
-            A 1-D array of shape (n_samples,) fits the scalar non-negative model (d = 1)
-            and makes ``predict`` return 1-D arrays.
+        y : array-like of shape (n_samples, d, d), symmetric
+            The target matrices (:math:`\mathbf M_i` of eq. 11).  A 1-D array of shape
+            (n_samples,) fits the scalar non-negative model (d = 1) and makes ``predict``
+            return 1-D arrays.
 
         Returns
         -------
@@ -195,7 +196,7 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         validate_params(self)
         X = validate_data(self, X, reset=True, dtype=np.float64, ensure_min_samples=2)
         n = X.shape[0]
-        M, scalar = self._validate_targets(M, n)
+        M, scalar = self._validate_targets(y, n)
         d = M.shape[1]
         if self.lam1 == 0 and self.lam2 == 0:
             # J(B) is then bounded below but its infimum is in general not attained (PSD
@@ -276,21 +277,22 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         F = self.model_(X)
         return F[:, 0, 0] if self._scalar_targets else F
 
-    def score(self, X, M, sample_weight=None):
+    def score(self, X, y, sample_weight=None):
         r"""Coefficient of determination over all matrix entries (higher is better).
 
         .. math::
 
             R^2 = 1 - \frac{\sum_i \|F(x_i) - M_i\|_F^2}{\sum_i \|M_i - \bar M\|_F^2}
 
-        so that GridSearchCV's default scoring works with 3-D targets.
+        with :math:`M_i` the target matrices ``y[i]``, so that GridSearchCV's default
+        scoring works with 3-D targets.
         """
         check_is_fitted(self, "model_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        M, _ = self._validate_targets(M, X.shape[0])
+        M, _ = self._validate_targets(y, X.shape[0])
         if M.shape[1] != self.n_outputs_:
             raise ValueError(
-                f"M must have shape (n_samples, {self.n_outputs_}, {self.n_outputs_}) like the "
+                f"y must have shape (n_samples, {self.n_outputs_}, {self.n_outputs_}) like the "
                 f"training targets, got matrices of size {M.shape[1]}"
             )
         P = self.model_(X)

@@ -31,9 +31,14 @@ Contract every output space follows
   (shape (n_test, *output_shape)) to points of the space (eigenvalue clipping, normalization,
   simplex projection, ...).  Spaces without it raise NotImplementedError and cannot be used
   with :class:`psdsos.structured.KRLSEstimator`.
+* (optional) ``score(Y_true, Y_pred)``: the estimators' ``score``, higher is better (the
+  accuracy for multiclass); without it they score minus the mean loss.
+* (label spaces) ``classes_``: the label set; predictions are labels of it, and the
+  estimators expose it as their own ``classes_`` and are tagged as classifiers.
 
 Spaces whose decoding is a convex program build it once in CVXPY with ``cp.Parameter``
-(DPP) and re-solve it per test point.
+(DPP) and re-solve it per test point; such caches are named in ``_cache_attrs``, set to
+None when the space is pickled or deep-copied, and rebuilt on first use.
 """
 
 from __future__ import annotations
@@ -48,6 +53,16 @@ class OutputSpace:
 
     name = "abstract"
     decode_methods: tuple = ()
+    #: Attributes holding caches built on first use (CVXPY problems and the solver objects
+    #: they keep): reset to None when the space is pickled or deep-copied, then rebuilt.
+    _cache_attrs: tuple = ("_problem", "_lp")
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        for attr in self._cache_attrs:
+            if attr in state:
+                state[attr] = None
+        return state
 
     def check_Y(self, Y, name="Y"):
         raise NotImplementedError

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import copy
 import numbers
+import warnings
 
 import numpy as np
 import scipy.linalg as sla
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils import ClassifierTags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from psdsos._validation import check_saved_meta
@@ -27,6 +30,7 @@ from psdsos.kernels import get_kernel
 from psdsos.sos import PSDModel
 from psdsos.structured._base import OutputSpace, resolve_method
 from psdsos.structured._registry import get_output_space, output_spaces
+from psdsos.structured.spaces.discrete import _LabelSpace
 
 __all__ = ["SELFEstimator", "KRLSEstimator"]
 
@@ -59,23 +63,41 @@ _COMMON_CONSTRAINTS = {
 class _KernelWeights(BaseEstimator):
     """Shared machinery: the ridge weights alpha(x) of eq. 3 (exact or Nystrom)."""
 
-    def _fit_weights(self, X, Y):
+    def _label_output(self):
+        """True when the output space is a space of class labels (multiclass, ordinal)."""
+        out = self.output
+        if isinstance(out, OutputSpace):
+            return isinstance(out, _LabelSpace)
+        cls = output_spaces().get(out.lower()) if isinstance(out, str) else None
+        return cls is not None and issubclass(cls, _LabelSpace)
+
+    def _fit_weights(self, X, y):
         validate_params(self)
         X = validate_data(self, X, reset=True, dtype=np.float64, ensure_min_samples=2)
         n = X.shape[0]
-        if Y is None:
+        if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None "
-                "(pass the outputs Y)"
+                "(pass the outputs y)"
             )
+        if self._label_output():
+            yy = np.asarray(y)
+            if yy.ndim == 2 and yy.shape[1] == 1:  # a column of labels, as sklearn classifiers
+                warnings.warn("A column-vector y was passed when a 1d array was expected "
+                              "(class labels of shape (n_samples,)); it is raveled",
+                              DataConversionWarning, stacklevel=3)
+                y = yy.ravel()
         space = copy.deepcopy(get_output_space(self.output))
         for opt in ("max_iter", "tol"):
             val = getattr(self, opt, None)
             if val is not None and hasattr(space, opt):
                 setattr(space, opt, val)
-        Yc = space.check_Y(Y, "Y")
+        # tol also reaches the tolerance of a space's CVXPY solver (BuresSpace.solver_tol)
+        if getattr(self, "tol", None) is not None and hasattr(space, "solver_tol"):
+            space.solver_tol = self.tol
+        Yc = space.check_Y(y, "y")
         if len(Yc) != n:
-            raise ValueError(f"X and Y have different numbers of samples: {n} and {len(Yc)}")
+            raise ValueError(f"X and y have different numbers of samples: {n} and {len(Yc)}")
         kernel = resolve_kernel(self.kernel, self.sigma, X)
         self.kernel_ = kernel
         if self.n_landmarks is None:
@@ -106,9 +128,13 @@ class _KernelWeights(BaseEstimator):
             self.coef_map_ = sla.cho_solve(cf, Phi.T, check_finite=False)  # (r, n)
             self.__dict__.pop("X_fit_", None)
             self.__dict__.pop("cholesky_", None)
-        space.fit(Y)  # the raw Y: a space may record its format (1-D, vectorized, ...)
+        space.fit(y)  # the raw y: a space may record its format (1-D, vectorized, ...)
         self.output_space_ = space
         self.n_train_ = n
+        if hasattr(space, "classes_"):
+            self.classes_ = space.classes_
+        else:
+            self.__dict__.pop("classes_", None)
         return self
 
     def scores(self, X):
@@ -137,13 +163,19 @@ class _KernelWeights(BaseEstimator):
         V = self.kernel_(self.X_fit_, X)  # (n, m)
         return sla.cho_solve((self.cholesky_, True), V, check_finite=False).T
 
-    def score(self, X, Y):
-        """Minus the mean loss of the output space (higher is better; for GridSearchCV).
+    def score(self, X, y):
+        """The output space's score of the predictions (higher is better; for GridSearchCV).
+
+        The accuracy for "multiclass" (as scikit-learn classifiers), minus the mean loss
+        of the output space otherwise (minus the mean absolute loss in class positions for
+        "ordinal", minus the mean Hamming loss for "multilabel" and "ranking", minus the
+        mean squared distance of the space for the continuous ones).  Labels not seen in
+        training are valid targets (never predicted: they count as errors).
 
         Parameters
         ----------
         X : array-like of shape (n_test, n_features)
-        Y : outputs in the format of the output space
+        y : outputs in the format of the output space
 
         Returns
         -------
@@ -151,14 +183,22 @@ class _KernelWeights(BaseEstimator):
         """
         check_is_fitted(self, "output_space_")
         P = self.predict(X)
-        Yc = self.output_space_.check_Y(Y, "Y")
+        space = self.output_space_
+        Yc = space.check_Y(y, "y")
         if len(Yc) != len(P):
-            raise ValueError(f"X and Y have different numbers of samples: {len(P)} and {len(Yc)}")
-        return -float(np.mean(self.output_space_.loss(Yc.reshape(P.shape), P)))
+            raise ValueError(f"X and y have different numbers of samples: {len(P)} and {len(Yc)}")
+        if hasattr(space, "score"):
+            return float(space.score(Yc.reshape(P.shape), P))
+        return -float(np.mean(space.loss(Yc.reshape(P.shape), P)))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
+        if self._label_output():
+            # class labels: a classifier for scikit-learn (stratified folds with cv=int,
+            # accuracy as the default scorer of "multiclass")
+            tags.estimator_type = "classifier"
+            tags.classifier_tags = ClassifierTags()
         return tags
 
     # ---- persistence -----------------------------------------------------------------
@@ -177,6 +217,14 @@ class _KernelWeights(BaseEstimator):
                 f"output spaces ({sorted(registry)}) are saved"
             )
         arrays = {"Y_train": np.asarray(space.Y_train_)}
+        if arrays["Y_train"].dtype == object and all(isinstance(v, str)
+                                                     for v in arrays["Y_train"]):
+            arrays["Y_train"] = arrays["Y_train"].astype(str)  # e.g. a pandas column
+        if arrays["Y_train"].dtype == object:
+            raise ValueError(
+                f"cannot save {type(self).__name__} trained on labels of dtype object (saved "
+                "models never use pickle): use numbers or strings as labels"
+            )
         if getattr(self, "features_", None) is not None:
             farr, fmeta = self.features_.to_arrays()
             arrays.update({f"features_{k}": v for k, v in farr.items()})
@@ -270,6 +318,8 @@ class _KernelWeights(BaseEstimator):
             raise ValueError(f"array 'Y_train' of the model file is not a valid training "
                              f"output of the space {sp['name']!r}: {exc}") from None
         est.output_space_ = space
+        if hasattr(space, "classes_"):
+            est.classes_ = space.classes_
         est.kernel_ = get_kernel(meta["kernel_"]["name"], meta["kernel_"]["sigma"])
         if meta["features"] is not None:
             farr = {k[len("features_"):]: v for k, v in arrays.items()
@@ -323,7 +373,8 @@ class SELFEstimator(_KernelWeights):
     landmarks : {"uniform", "greedy"}, default="uniform"
     max_iter, tol : int, float or None, default=None
         When not None, override the output space's own ``max_iter`` / ``tol`` (iterative
-        decoders: Riemannian gradient norm; CVXPY decoders: solver tolerance).
+        decoders: Riemannian gradient norm; CVXPY decoders: solver tolerance; for "bures"
+        ``tol`` sets both the fixed point's ``tol`` and the SDP's ``solver_tol``).
     random_state : None, int or Generator
         Seeds the Nystrom landmarks.
 
@@ -338,6 +389,10 @@ class SELFEstimator(_KernelWeights):
         With Nystrom: alpha(x) = phi(x) @ coef_map_.
     n_train_ : int
     n_features_in_ : int
+    classes_ : ndarray of shape (k,)
+        "multiclass" and "ordinal" only: the class labels (``output_space_.classes_``);
+        predictions are labels of ``classes_``.  With these outputs the estimator is a
+        classifier for scikit-learn (``is_classifier``; stratified folds for ``cv=int``).
 
     Examples
     --------
@@ -372,13 +427,14 @@ class SELFEstimator(_KernelWeights):
         self.tol = tol
         self.random_state = random_state
 
-    def fit(self, X, Y):
+    def fit(self, X, y):
         """Factorize K + n lam I and store the training outputs in the output space.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features), n_samples >= 2
-        Y : outputs in the format of the output space (ARCHITECTURE.md)
+        y : outputs in the format of the output space (ARCHITECTURE.md); class labels of
+            any hashable type for "multiclass" and "ordinal"
 
         Returns
         -------
@@ -387,7 +443,7 @@ class SELFEstimator(_KernelWeights):
         validate_params(self)
         space = get_output_space(self.output)
         resolve_method(space, self.decode_method)  # ValueError naming decode_method, early
-        return self._fit_weights(X, Y)
+        return self._fit_weights(X, y)
 
     def predict(self, X):
         """Decode eq. 2 at each test point: ``output_space_.decode(scores(X))``.
@@ -438,7 +494,7 @@ class KRLSEstimator(_KernelWeights):
         self.landmarks = landmarks
         self.random_state = random_state
 
-    def fit(self, X, Y):
+    def fit(self, X, y):
         """Factorize K + n lam I (see :class:`SELFEstimator`); returns self."""
         validate_params(self)
         space = get_output_space(self.output)
@@ -447,14 +503,17 @@ class KRLSEstimator(_KernelWeights):
                 f"output {space.name!r} offers no projection (OutputSpace.project); "
                 "KRLSEstimator needs one"
             )
-        return self._fit_weights(X, Y)
+        return self._fit_weights(X, y)
 
     def predict(self, X):
         """Projected kernel ridge predictions, shape (n_test, *output_shape)."""
         check_is_fitted(self, "output_space_")
         alpha = self.scores(X)
         space = self.output_space_
-        Z = np.tensordot(alpha, np.asarray(space.Y_train_, dtype=np.float64), axes=(1, 0))
+        # class labels ("ordinal"): ridge regression of the positions in classes_
+        Ytr = (space.encode(space.Y_train_) if isinstance(space, _LabelSpace)
+               else space.Y_train_)
+        Z = np.tensordot(alpha, np.asarray(Ytr, dtype=np.float64), axes=(1, 0))
         P = space.project(Z)
         if getattr(space, "_1d", False):
             P = P[:, 0]

@@ -33,6 +33,10 @@ probability simplex; :meth:`Simplex.project_euclidean` uses it) and :func:`proje
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
+
 import cvxpy as cp
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -60,6 +64,46 @@ _LP_OPTIONS = {
     "HIGHS": {"primal_feasibility_tolerance": 1e-9, "dual_feasibility_tolerance": 1e-9},
     "CLARABEL": {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10},
 }
+
+
+_HIGHS_QUIET = threading.Lock()
+_HIGHS_BANNER_DONE = False
+
+
+def _silence_highs_banner():
+    """Swallow the banner HiGHS prints to stdout once per process.
+
+    highspy prints its copyright banner when the first ``highspy.Highs`` object of the
+    process is constructed, before any option (``output_flag``, ``log_to_console``) can
+    be set; CVXPY's HiGHS interface constructs one per solve.  The first construction is
+    done here with file descriptor 1 pointed at ``os.devnull``; later ones print nothing.
+    """
+    global _HIGHS_BANNER_DONE
+    if _HIGHS_BANNER_DONE:
+        return
+    with _HIGHS_QUIET:
+        if _HIGHS_BANNER_DONE:
+            return
+        try:
+            import highspy
+        except ImportError:  # CVXPY reports the missing solver itself
+            _HIGHS_BANNER_DONE = True
+            return
+        try:
+            sys.stdout.flush()
+            saved = os.dup(1)
+        except (OSError, ValueError, AttributeError):
+            saved = None
+        try:
+            if saved is not None:
+                with open(os.devnull, "w") as null:
+                    os.dup2(null.fileno(), 1)
+            highspy.Highs()
+        finally:
+            if saved is not None:
+                os.dup2(saved, 1)
+                os.close(saved)
+        _HIGHS_BANNER_DONE = True
 
 
 # --------------------------------------------------------------------------------------
@@ -423,16 +467,29 @@ class PolytopeLP:
     ----------
     polytope : Polytope
     solver : {"HIGHS", "CLARABEL", "SCIPY"}
-        Named CVXPY solver; HIGHS (simplex) returns vertex solutions.
+        Named CVXPY solver; HIGHS (simplex) returns vertex solutions.  Nothing is printed
+        (HiGHS's once-per-process banner is swallowed).  Instances can be pickled and
+        deep-copied: the CVXPY problem is rebuilt.
     """
 
     def __init__(self, polytope, solver="HIGHS"):
         self.polytope = polytope
         self.solver = solver
-        self.mu = cp.Variable(polytope.shape, name="mu")
-        self.theta = cp.Parameter(polytope.shape, name="theta")
+        self._build()
+
+    def _build(self):
+        self.mu = cp.Variable(self.polytope.shape, name="mu")
+        self.theta = cp.Parameter(self.polytope.shape, name="theta")
         objective = cp.Maximize(cp.sum(cp.multiply(self.theta, self.mu)))
-        self.problem = cp.Problem(objective, polytope.cvxpy_constraints(self.mu))
+        self.problem = cp.Problem(objective, self.polytope.cvxpy_constraints(self.mu))
+
+    def __getstate__(self):
+        # the CVXPY problem holds solver objects that cannot be pickled: rebuilt on unpickling
+        return {"polytope": self.polytope, "solver": self.solver}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._build()
 
     def solve(self, scores, *, rtol=1e-6):
         """Vertices maximizing ``<scores, v>``, one LP per row of the batch.
@@ -458,6 +515,8 @@ class PolytopeLP:
         """
         t, single = _batch(scores, self.polytope.shape)
         out = np.empty_like(t)
+        if str(self.solver).upper() == "HIGHS":
+            _silence_highs_banner()
         for j in range(t.shape[0]):
             # the argmax is invariant to positive scaling: solve at unit scale so that the
             # solver's absolute tolerances act relative to the scores

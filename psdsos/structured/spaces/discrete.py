@@ -37,9 +37,11 @@ exact (it is the exact argmin of the SELF objective over :math:`\mathcal Y`).
 
 from __future__ import annotations
 
+import numbers
 from collections import namedtuple
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.exceptions import NotFittedError
 
 from psdsos._validation import check_choice, check_scalar
@@ -94,6 +96,66 @@ def _int_array(Y, name, ndim, what):
     return A.astype(np.int64)
 
 
+def _label_array(Y, name, what):
+    """``Y`` as a 1-D array of class labels of any hashable, mutually comparable type.
+
+    Numbers must be finite and integer-valued (a float label such as 2.2 is a regression
+    target, as in scikit-learn's ``type_of_target``); strings, booleans and other objects
+    are kept as they are.  Returns the array (its own dtype; no per-value allocation).
+    """
+    try:
+        A = np.asarray(Y)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a 1-D array of {what}, got {exc}") from None
+    if A.ndim != 1:
+        raise ValueError(f"{name} must be {what} of shape (n_samples,), got shape {A.shape}")
+    if A.shape[0] < 1:
+        raise ValueError(f"{name} must have at least one sample, got shape {A.shape}")
+    if A.dtype.kind == "c":
+        raise ValueError(f"{name} must hold real numbers or strings ({what}), got complex "
+                         "values")
+    if A.dtype.kind in "fiub":
+        if A.dtype.kind == "f":
+            if not np.all(np.isfinite(A)):
+                raise ValueError(f"{name} contains NaN or infinite values")
+            if np.any(A != np.round(A)):
+                raise ValueError(f"{name} must hold {what} (integers, strings or other "
+                                 "hashable values), got non-integer numbers (a continuous "
+                                 "target)")
+        return A
+    if A.dtype == object:
+        for v in A:
+            if v is None or (isinstance(v, numbers.Real) and not np.isfinite(v)):
+                raise ValueError(f"{name} contains missing labels (None, NaN or inf)")
+            if isinstance(v, numbers.Real) and not isinstance(v, numbers.Integral) \
+                    and v != round(v):
+                raise ValueError(f"{name} must hold {what} (integers, strings or other "
+                                 "hashable values), got non-integer numbers (a continuous "
+                                 "target)")
+        try:
+            np.unique(A)
+            hash(tuple(A.tolist()))
+        except TypeError as exc:
+            raise ValueError(f"{name} must hold hashable labels of one comparable type "
+                             f"({what}), got {exc}") from None
+    return A
+
+
+def _kind(A):
+    """"str" for string labels, "num" for numbers and booleans, "obj" otherwise."""
+    k = A.dtype.kind
+    if k in "US":
+        return "str"
+    if k in "fiub":
+        return "num"
+    if k == "O" and len(A):  # e.g. a pandas Series of strings
+        if all(isinstance(v, str) for v in A):
+            return "str"
+        if all(isinstance(v, numbers.Number) for v in A):
+            return "num"
+    return "obj"
+
+
 def _finite(Z, name, tail):
     """``Z`` as a finite float array of shape (n, *tail)."""
     A = as_finite(Z, name)
@@ -102,8 +164,27 @@ def _finite(Z, name, tail):
     return A
 
 
+#: Entries of one block of MAP scores (n_test_block * p): decoding runs block by block so
+#: that its memory does not grow with the number of test points.
+_BLOCK_ENTRIES = 1 << 20
+
+
+def _onehot_sparse(codes, k):
+    """Sparse one-hot matrix (n, k) of integer codes (n stored entries, never n x k)."""
+    n = len(codes)
+    return sp.csr_array((np.ones(n), (np.arange(n), np.asarray(codes, dtype=np.int64))),
+                        shape=(n, k))
+
+
 class _PolytopeSpace(OutputSpace):
-    """Shared machinery: embedding, (V, b, c), scores, oracle and LP decoding."""
+    """Shared machinery: embedding, (V, b, c), scores, oracle and LP decoding.
+
+    The MAP scores :math:`\\theta = -(Vg + sb)` are computed from the structure of each
+    space (:meth:`_theta`: sums of weights per class, per label, per (label, rank) pair)
+    without forming the dense embedding of the training set or the matrix V, and the
+    decoding runs over blocks of test points; :meth:`affine_decomposition` still gives the
+    explicit (V, b, c) of eq. 9 (a dense p x p V: meant for checks on small k).
+    """
 
     decode_methods = ("oracle", "cvxpy")
 
@@ -112,7 +193,7 @@ class _PolytopeSpace(OutputSpace):
         raise NotImplementedError
 
     def embed(self, Y):
-        """Embedding phi(Y), flattened: array of shape (n, p)."""
+        """Embedding phi(Y), flattened: dense array of shape (n, p)."""
         raise NotImplementedError
 
     def _from_vertices(self, M):
@@ -120,11 +201,23 @@ class _PolytopeSpace(OutputSpace):
         raise NotImplementedError
 
     def affine_decomposition(self):
-        """(V, b, c) of eq. 9 (see :class:`AffineDecomposition`)."""
+        """(V, b, c) of eq. 9 (see :class:`AffineDecomposition`); V is dense (p, p)."""
         raise NotImplementedError
 
     def _infer_k(self, Y):
         raise NotImplementedError
+
+    def _train_structure(self, Y):
+        """What :meth:`_theta` needs from the (checked) training outputs."""
+        raise NotImplementedError
+
+    def _theta(self, a):
+        """Flattened MAP scores (m, p) of a block of weights (m, n_train)."""
+        raise NotImplementedError
+
+    def _c_train(self):
+        """c(y_i) of eq. 9 for the training outputs, shape (n_train,)."""
+        return self.affine_decomposition().c(self.Y_train_)
 
     # --- shared --------------------------------------------------------------------------
     def _k_known(self):
@@ -136,7 +229,7 @@ class _PolytopeSpace(OutputSpace):
         check_scalar(self.k, "k", lower=1, integer=True, allow_none=True)
 
     def fit(self, Y_train):
-        """Validate Y, fix k, build the polytope and store the embeddings phi(y_i).
+        """Validate Y, fix k, build the polytope and store what decoding needs.
 
         Parameters
         ----------
@@ -147,18 +240,24 @@ class _PolytopeSpace(OutputSpace):
         self
         """
         self._check_params()
-        self.__dict__.pop("k_", None)
+        for attr in ("k_", "classes_"):
+            self.__dict__.pop(attr, None)
         Y = self.check_Y(Y_train, "Y")
         self.k_ = int(self.k) if self.k is not None else self._infer_k(Y)
         self.Y_train_ = self.check_Y(Y, "Y")
         self.polytope_ = self._make_polytope()
-        self.Phi_ = self.embed(self.Y_train_)
+        self._train = self._train_structure(self.Y_train_)
         self._lp = None
         return self
 
     def _check_fitted(self):
-        if not hasattr(self, "Phi_"):
+        if not hasattr(self, "_train"):
             raise NotFittedError(f"{type(self).__name__} is not fitted: call fit(Y_train) first")
+
+    def _blocks(self, m):
+        p = int(np.prod(self.polytope_.shape))
+        size = max(1, _BLOCK_ENTRIES // max(p, 1))
+        return [slice(i, min(i + size, m)) for i in range(0, m, size)] or [slice(0, 0)]
 
     def scores(self, alpha):
         r"""MAP scores :math:`\theta = -(V g + s\, b)` of the SELF objective (eq. 9, 11).
@@ -173,12 +272,8 @@ class _PolytopeSpace(OutputSpace):
         ndarray of shape (n_test, *polytope.shape)
         """
         self._check_fitted()
-        a = check_alpha(alpha, self.Phi_.shape[0])
-        V, b, _ = self.affine_decomposition()
-        g = a @ self.Phi_
-        s = a.sum(axis=1)
-        theta = -(g @ V.T + s[:, None] * b[None, :])
-        return theta.reshape((a.shape[0],) + self.polytope_.shape)
+        a = check_alpha(alpha, len(self.Y_train_))
+        return self._theta(a).reshape((a.shape[0],) + self.polytope_.shape)
 
     def lp(self):
         """The decoding LP (:class:`PolytopeLP`), built once on first use and cached."""
@@ -205,12 +300,17 @@ class _PolytopeSpace(OutputSpace):
         ndarray : predictions in the Y format, n_test of them.
         """
         method = resolve_method(self, method)
-        theta = self.scores(alpha)
-        if method == "oracle":
-            M = self.polytope_.map_oracle(theta)
-        else:
-            M = self.lp().solve(theta)
-        return self._from_vertices(M)
+        self._check_fitted()
+        a = check_alpha(alpha, len(self.Y_train_))
+        out = []
+        for blk in self._blocks(a.shape[0]):
+            theta = self._theta(a[blk]).reshape((-1,) + self.polytope_.shape)
+            if method == "oracle":
+                M = self.polytope_.map_oracle(theta)
+            else:
+                M = self.lp().solve(theta)
+            out.append(self._from_vertices(M))
+        return np.concatenate(out, axis=0)
 
     def objective(self, alpha, Y):
         r"""SELF objective :math:`\sum_i \alpha_i L(y, y_i)` for each candidate row of ``Y``.
@@ -219,13 +319,11 @@ class _PolytopeSpace(OutputSpace):
         batch of candidates; returns an array of shape (n_candidates,).
         """
         self._check_fitted()
-        a = check_alpha(alpha, self.Phi_.shape[0])
+        a = check_alpha(alpha, len(self.Y_train_))
         if a.shape[0] != 1:
             raise ValueError(f"alpha must be one test point, shape (n_train,), got {a.shape}")
-        V, b, c = self.affine_decomposition()
         P = self.embed(self.check_Y(Y, "Y"))
-        w = V @ (a[0] @ self.Phi_) + a[0].sum() * b
-        return P @ w + a[0] @ c(self.Y_train_)
+        return -(P @ self._theta(a)[0]) + a[0] @ self._c_train()
 
     def _pair(self, Y_true, Y_pred):
         T = self.check_Y(Y_true, "Y_true")
@@ -235,67 +333,214 @@ class _PolytopeSpace(OutputSpace):
                              f"and {P.shape}")
         return T, P
 
+    def score(self, Y_true, Y_pred):
+        """Score of predictions, higher is better: minus the mean loss (see each space)."""
+        return -float(np.mean(self.loss(Y_true, Y_pred)))
+
 
 class _LabelSpace(_PolytopeSpace):
-    """Outputs that are integer labels 0..k-1 of shape (n,) (multiclass, ordinal)."""
+    """Outputs that are class labels of shape (n,) (multiclass, ordinal).
+
+    Labels are any hashable values of one comparable type (integers, strings, ...).  The
+    label set ``classes_`` is, in this order of precedence: ``classes`` (as given, in the
+    given order); ``0..k-1`` when ``k`` is given (labels must then be those integers); the
+    sorted distinct training labels otherwise (``numpy.unique``).  Decoding works on the
+    positions 0..k-1 in ``classes_`` and returns labels of ``classes_``.
+    """
 
     #: word used in error messages ("class", "ordinal")
     _label_word = "class"
 
-    def __init__(self, k=None, *, lp_solver="HIGHS"):
+    def __init__(self, k=None, *, classes=None, lp_solver="HIGHS"):
         self.k = k
+        self.classes = classes
         self.lp_solver = lp_solver
 
     def to_config(self):
-        return {"k": None if self.k is None else int(self.k), "lp_solver": self.lp_solver}
+        classes = None if self.classes is None else np.asarray(self.classes).tolist()
+        return {"k": None if self.k is None else int(self.k), "classes": classes,
+                "lp_solver": self.lp_solver}
+
+    def _given_classes(self):
+        """``classes`` as an array of distinct labels (ValueError naming classes), or None."""
+        if self.classes is None:
+            return None
+        C = _label_array(self.classes, "classes", f"{self._label_word} labels")
+        if len(np.unique(C)) != len(C):
+            raise ValueError(f"classes must hold distinct labels, got {C.tolist()!r}")
+        if self.k is not None and int(self.k) != len(C):
+            raise ValueError(f"k = {self.k} does not match the {len(C)} labels of classes")
+        return C
+
+    def _check_params(self):
+        super()._check_params()
+        self._given_classes()
 
     def check_Y(self, Y, name="Y"):
-        """Integer labels of shape (n,) in 0..k-1; ValueError naming ``name`` otherwise."""
-        A = _int_array(Y, name, 1, f"integer {self._label_word} labels")
-        k = self._k_known()
-        if A.min() < 0 or (k is not None and A.max() >= k):
-            rng = "0..k-1" if k is None else f"0..{k - 1}"
-            raise ValueError(f"{name} must hold {self._label_word} labels in {rng}, got values "
-                             f"in [{A.min()}, {A.max()}]")
+        """Labels of shape (n,); ValueError naming ``name`` otherwise.
+
+        With ``k`` (and no ``classes``): integers in 0..k-1.  With ``classes``: members of
+        it.  Otherwise any labels (strings included); labels not seen in training are valid
+        targets for :meth:`loss` and :meth:`score` (they are never predicted).
+        """
+        what = f"{self._label_word} labels"
+        C = self._given_classes()
+        if C is None and self.k is not None:
+            A = _int_array(Y, name, 1, f"integer {what}")
+            k = int(self.k)
+            if A.min() < 0 or A.max() >= k:
+                raise ValueError(f"{name} must hold {what} in 0..{k - 1}, got values "
+                                 f"in [{A.min()}, {A.max()}]")
+            return A
+        A = _label_array(Y, name, what)
+        if C is not None:
+            _, found = self._positions(A, C, name)
+            if not np.all(found):
+                bad = A[~found][:5].tolist()
+                raise ValueError(f"{name} holds labels not in classes: {bad!r}")
         return A
+
+    def _infer_classes(self, Y):
+        C = self._given_classes()
+        if C is not None:
+            return C
+        if self.k is not None:
+            return np.arange(int(self.k), dtype=np.int64)
+        return np.unique(Y)
+
+    def _infer_k(self, Y):
+        return len(self._infer_classes(Y))
+
+    def fit(self, Y_train):
+        """Validate the labels, fix ``classes_`` (and k = len(classes_)), build the polytope.
+
+        Parameters
+        ----------
+        Y_train : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        self.__dict__.pop("k_", None)
+        Y = self.check_Y(Y_train, "Y")
+        classes = self._infer_classes(Y)
+        self._check_k(len(classes))
+        self.classes_ = classes
+        self.k_ = len(classes)
+        self.Y_train_ = Y
+        self.polytope_ = self._make_polytope()
+        self._train = self._train_structure(Y)
+        self._lp = None
+        return self
+
+    def _check_k(self, k):
+        pass
+
+    def _pair(self, Y_true, Y_pred):
+        T, P = super()._pair(Y_true, Y_pred)
+        ref = _kind(getattr(self, "classes_", P))
+        for A, name in ((T, "Y_true"), (P, "Y_pred")):
+            if {_kind(A), ref} == {"str", "num"}:
+                raise ValueError(f"{name} holds labels of another type than the classes "
+                                 "(strings and numbers do not compare)")
+        return T, P
+
+    @staticmethod
+    def _positions(Y, classes, name):
+        """Positions of ``Y`` in ``classes`` and a mask of the labels found there."""
+        order = np.argsort(classes, kind="stable")
+        sorted_c = classes[order]
+        try:
+            pos = np.searchsorted(sorted_c, Y)
+        except TypeError as exc:
+            raise ValueError(f"{name} holds labels that cannot be compared with the classes "
+                             f"{classes[:5].tolist()!r}: {exc}") from None
+        pos = np.minimum(pos, len(sorted_c) - 1)
+        found = sorted_c[pos] == Y
+        return order[pos], np.asarray(found, dtype=bool)
+
+    def encode(self, Y, name="Y"):
+        """Positions 0..k-1 of labels in ``classes_`` (ValueError for unknown labels)."""
+        if not hasattr(self, "classes_"):
+            raise NotFittedError(f"{type(self).__name__} is not fitted: call fit(Y_train) first")
+        A = self.check_Y(Y, name)
+        codes, found = self._positions(A, self.classes_, name)
+        if not np.all(found):
+            raise ValueError(f"{name} holds labels not seen in training: "
+                             f"{A[~found][:5].tolist()!r} (known: classes_)")
+        return codes.astype(np.int64)
+
+    def _train_structure(self, Y):
+        codes = self.encode(Y)
+        return {"codes": codes, "onehot": _onehot_sparse(codes, self.k_)}
+
+    def _class_weights(self, a):
+        """Sum of the weights per class, h (m, k): h_j = sum over y_i = classes_[j]."""
+        return np.asarray(a @ self._train["onehot"])
+
+    def _from_vertices(self, M):
+        return self.classes_[self._codes_from_vertices(M)]
 
 
 class MulticlassSpace(_LabelSpace):
-    r"""Multiclass classification: labels 0..k-1, 0-1 loss, probability simplex.
+    r"""Multiclass classification: class labels, 0-1 loss, probability simplex.
 
-    Embedding :math:`\varphi(y) = e_y \in \{0,1\}^k` (one-hot); the 0-1 loss decomposes as
-    eq. 9 (appendix A) with :math:`V = \mathbf 1\mathbf 1^\top - I`, :math:`b = 0`,
-    :math:`c = 0`.  The marginal polytope is the simplex :math:`\triangle^k` (section 4);
-    MAP = argmax, so the SELF decoding is :math:`\operatorname{argmax}_j (g_j - s)`, i.e.
-    :math:`\operatorname{argmax}_j \sum_{i: y_i = j} \alpha_i` (ties: smallest label).
+    Embedding :math:`\varphi(y) = e_y \in \{0,1\}^k` (one-hot over the k classes of
+    ``classes_``); the 0-1 loss decomposes as eq. 9 (appendix A) with
+    :math:`V = \mathbf 1\mathbf 1^\top - I`, :math:`b = 0`, :math:`c = 0`.  The marginal
+    polytope is the simplex :math:`\triangle^k` (section 4); MAP = argmax, so the SELF
+    decoding is :math:`\operatorname{argmax}_j (g_j - s)`, i.e.
+    :math:`\operatorname{argmax}_j \sum_{i: y_i = j} \alpha_i` (ties: the first class of
+    ``classes_``).  The scores are these per-class sums of the weights (a sparse product,
+    O(n + k) memory per test point; V and the one-hot embedding are never formed).
+
+    Labels are any hashable values of one comparable type (integers, strings, ...), as
+    scikit-learn classifiers take them; predictions are labels of ``classes_``.  The label
+    set ``classes_`` is ``classes`` if given, else ``0..k-1`` if ``k`` is given, else the
+    sorted distinct training labels.  :meth:`score` is the accuracy (the mean of
+    ``Y_true == Y_pred``, scikit-learn's classifier score); labels never seen in training
+    are valid there (counted as errors).
 
     Negative and mixed-sign weights are fine: the decoding minimizes a linear function over
     the k vertices, always well posed and exact.  With negative weights a class absent from
-    the training labels can win, so pass ``k`` when the label set is known.
+    the training labels can win, so pass ``k`` or ``classes`` when the label set is known.
 
     Parameters
     ----------
     k : int, optional
-        Number of classes; inferred at fit as ``max(Y) + 1`` if None.
+        Number of classes; the labels are then the integers 0..k-1.
+    classes : array-like, optional
+        The label set (distinct labels); the order gives ``classes_`` (tie-breaking).
     lp_solver : {"HIGHS", "CLARABEL", "SCIPY"}
         CVXPY solver of the ``"cvxpy"`` decoding.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (k,)
+    k_ : int
     """
 
     name = "multiclass"
-
-
-    def _infer_k(self, Y):
-        return int(Y.max()) + 1
 
     def _make_polytope(self):
         return Simplex(self.k_)
 
     def embed(self, Y):
-        Y = self.check_Y(Y, "Y")
-        return np.eye(self.k_)[Y]
+        codes = self.encode(Y)
+        out = np.zeros((len(codes), self.k_))
+        out[np.arange(len(codes)), codes] = 1.0
+        return out
 
-    def _from_vertices(self, M):
+    def _theta(self, a):
+        return self._class_weights(a) - a.sum(axis=1)[:, None]
+
+    def _codes_from_vertices(self, M):
         return np.argmax(M, axis=1).astype(np.int64)
+
+    def _c_train(self):
+        return np.zeros(len(self.Y_train_))
 
     def affine_decomposition(self):
         k = self.k_
@@ -305,7 +550,11 @@ class MulticlassSpace(_LabelSpace):
     def loss(self, Y_true, Y_pred):
         """0-1 loss per sample, shape (n,)."""
         T, P = self._pair(Y_true, Y_pred)
-        return (T != P).astype(np.float64)
+        return np.asarray(T != P, dtype=np.float64)
+
+    def score(self, Y_true, Y_pred):
+        """Accuracy, the fraction of ``Y_true == Y_pred`` (scikit-learn's classifier score)."""
+        return 1.0 - float(np.mean(self.loss(Y_true, Y_pred)))
 
 
 class MultilabelSpace(_PolytopeSpace):
@@ -391,6 +640,18 @@ class MultilabelSpace(_PolytopeSpace):
 
     def embed(self, Y):
         return self.check_Y(Y, "Y").astype(np.float64)
+
+    def _train_structure(self, Y):
+        return {"Y": sp.csr_array(Y.astype(np.float64))}
+
+    def _theta(self, a):
+        # theta = -(V g + s b) with V = -2w I, b = w 1
+        w = self._scale()
+        g = np.asarray(a @ self._train["Y"])
+        return w * (2.0 * g - a.sum(axis=1)[:, None])
+
+    def _c_train(self):
+        return self._scale() * self.Y_train_.sum(axis=1).astype(np.float64)
 
     def _from_vertices(self, M):
         return np.rint(M).astype(np.int64)
@@ -495,6 +756,23 @@ class RankingSpace(_PolytopeSpace):
         P = self.permutation_matrices(Y)
         return P.reshape(P.shape[0], -1)
 
+    def _train_structure(self, Y):
+        # sparse permutation matrices, flattened: entry (i, l k + y_i[l]) = 1 (n k entries)
+        n, k = Y.shape
+        cols = (np.arange(k)[None, :] * k + Y).ravel()
+        rows = np.repeat(np.arange(n), k)
+        return {"P": sp.csr_array((np.ones(n * k), (rows, cols)), shape=(n, k * k))}
+
+    def _weight(self):
+        return 1.0 / self.k_ if self.normalize else 1.0
+
+    def _theta(self, a):
+        # theta = -(V g) with V = -w I_{k^2}: the weighted sum of permutation matrices, times w
+        return self._weight() * np.asarray(a @ self._train["P"])
+
+    def _c_train(self):
+        return np.full(len(self.Y_train_), self._weight() * self.k_)
+
     def _from_vertices(self, M):
         return np.argmax(M, axis=2).astype(np.int64)
 
@@ -505,7 +783,7 @@ class RankingSpace(_PolytopeSpace):
         :math:`\operatorname{argmin}_\pi \|\pi - z\|^2 = \operatorname{argmax}_\pi
         \langle \pi, z\rangle`, i.e. the ranks of z (smallest predicted rank first; ties keep
         label order).  For KRLS on the permutation-matrix embedding use
-        ``polytope_.map_oracle(alpha @ Phi_)``, which equals the SELF decoding here.
+        ``polytope_.map_oracle(scores(alpha))``, which equals the SELF decoding here.
         """
         self._check_fitted()
         Z = _finite(Z, "Z", (self.k_,))
@@ -516,7 +794,7 @@ class RankingSpace(_PolytopeSpace):
 
     def affine_decomposition(self):
         k = self.k_
-        w = 1.0 / k if self.normalize else 1.0
+        w = self._weight()
         return AffineDecomposition(-w * np.eye(k * k), np.zeros(k * k),
                                    lambda Y: np.full(len(self.check_Y(Y, "Y")), w * k))
 
@@ -527,68 +805,119 @@ class RankingSpace(_PolytopeSpace):
 
 
 class OrdinalSpace(_LabelSpace):
-    r"""Ordinal regression: labels 0..k-1 (ordered), absolute loss, order simplex.
+    r"""Ordinal regression: ordered class labels, absolute loss, order simplex.
 
-    Cumulative embedding :math:`\varphi(y) = \sum_{j < y} e_j \in \{0,1\}^{k-1}` (``y``
-    leading ones; section 4, Proposition 4).  The absolute loss
+    The k ordered classes are those of ``classes_``, in its order: ``classes`` as given
+    (e.g. ``["low", "mid", "high"]``), else ``0..k-1`` when ``k`` is given, else the sorted
+    distinct training labels (numbers by value, strings alphabetically: pass ``classes``
+    for any other order).  Decoding and the loss use the positions 0..k-1 of the labels in
+    ``classes_``.  Cumulative embedding :math:`\varphi(y) = \sum_{j < y} e_j \in
+    \{0,1\}^{k-1}` (``y`` leading ones; section 4, Proposition 4).  The absolute loss
     :math:`|\hat y - y| = \langle\varphi(\hat y),\mathbf 1\rangle + \langle\varphi(y),
     \mathbf 1\rangle - 2\langle\varphi(\hat y),\varphi(y)\rangle` decomposes as eq. 9
     (appendix A) with :math:`V = -2I`, :math:`b = \mathbf 1`, :math:`c(y) = y`.  SELF scores
-    :math:`\theta = 2g - s\mathbf 1`; MAP = argmax of the cumulative sums
-    :math:`\sum_{j<y}\theta_j` over the k vertices, O(k) (ties: smallest label).  For
-    non-negative weights this is a weighted median of the training labels.
+    :math:`\theta = 2g - s\mathbf 1` with :math:`g_j = \sum_{c > j} h_c` and :math:`h_c` the
+    sum of the weights of class c (a sparse product and a cumulative sum: O(n + k) memory
+    per test point); MAP = argmax of the cumulative sums :math:`\sum_{j<y}\theta_j` over
+    the k vertices, O(k) (ties: the first class).  For non-negative weights this is a
+    weighted median of the training labels.
+
+    :meth:`score` is minus the mean absolute loss in positions (higher is better).  A label
+    not seen in training (possible only without ``k`` and ``classes``) sits half-way
+    between its neighbours in the sorted order: its loss against any prediction is then at
+    least 1/2, never undefined.
 
     Negative and mixed-sign weights are fine: linear objective over the k vertices.
 
     Parameters
     ----------
     k : int, optional
-        Number of ordered classes (>= 2); inferred at fit as ``max(Y) + 1`` if None.
+        Number of ordered classes (>= 2); the labels are then the integers 0..k-1.
+    classes : array-like, optional
+        The ordered label set (distinct labels, lowest first).
     lp_solver : {"HIGHS", "CLARABEL", "SCIPY"}
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (k,)
+        The classes in increasing order.
+    k_ : int
     """
 
     name = "ordinal"
     _label_word = "ordinal"
 
-
     def _check_params(self):
         super()._check_params()
         check_scalar(self.k, "k", lower=2, integer=True, allow_none=True)
 
-    def _infer_k(self, Y):
-        k = int(Y.max()) + 1
+    def _check_k(self, k):
         if k < 2:
-            raise ValueError("Y holds a single ordinal label (0); pass k >= 2 to OrdinalSpace")
-        return k
+            raise ValueError("Y holds a single ordinal label; pass k >= 2 or classes with at "
+                             "least two labels to OrdinalSpace")
 
     def _make_polytope(self):
         return OrderSimplex(self.k_)
 
     def embed(self, Y):
-        Y = self.check_Y(Y, "Y")
-        return (np.arange(self.k_ - 1)[None, :] < Y[:, None]).astype(np.float64)
+        codes = self.encode(Y)
+        return (np.arange(self.k_ - 1)[None, :] < codes[:, None]).astype(np.float64)
 
-    def _from_vertices(self, M):
+    def _theta(self, a):
+        h = self._class_weights(a)
+        # g_j = sum_{c > j} h_c, j = 0..k-2
+        g = np.cumsum(h[:, ::-1], axis=1)[:, ::-1][:, 1:]
+        return 2.0 * g - a.sum(axis=1)[:, None]
+
+    def _codes_from_vertices(self, M):
         return np.rint(M.sum(axis=1)).astype(np.int64)
 
-    def project(self, Z):
-        """Nearest label to ridge predictions of the label ``Z`` (n_test,): clip and round.
+    def _c_train(self):
+        return self._train["codes"].astype(np.float64)
 
-        The "ridge regression + rounding" baseline of ordinal regression (halves round up).
+    def project(self, Z):
+        """Nearest label to ridge predictions of the position ``Z`` (n_test,): clip and round.
+
+        The "ridge regression + rounding" baseline of ordinal regression (halves round up),
+        on the positions 0..k-1 of ``classes_``; returns labels of ``classes_``.
         """
         self._check_fitted()
         Z = _finite(Z, "Z", ())
-        return np.clip(np.floor(Z + 0.5), 0, self.k_ - 1).astype(np.int64)
+        return self.classes_[np.clip(np.floor(Z + 0.5), 0, self.k_ - 1).astype(np.int64)]
 
     def affine_decomposition(self):
         p = self.k_ - 1
         return AffineDecomposition(-2.0 * np.eye(p), np.ones(p),
-                                   lambda Y: self.check_Y(Y, "Y").astype(np.float64))
+                                   lambda Y: self.encode(Y).astype(np.float64))
+
+    def _loss_positions(self, A, name):
+        """Positions in the class order; unseen labels half-way between their neighbours."""
+        classes = getattr(self, "classes_", None)
+        if classes is None:
+            C = self._given_classes()
+            classes = C if C is not None else (
+                np.arange(int(self.k)) if self.k is not None else None)
+        if classes is None:  # not fitted, no label set: ranks among the labels given
+            classes = np.unique(A)
+        pos, found = self._positions(A, classes, name)
+        pos = pos.astype(np.float64)
+        if not np.all(found):
+            order = np.argsort(classes, kind="stable")
+            ins = np.searchsorted(classes[order], A[~found])
+            pos[~found] = ins - 0.5
+        return pos
 
     def loss(self, Y_true, Y_pred):
-        """Absolute loss ``|y_true - y_pred|`` per sample, shape (n,)."""
+        """Absolute loss ``|pos(y_true) - pos(y_pred)|`` per sample, shape (n,).
+
+        Positions in ``classes_`` (the label values themselves when ``k`` is given).
+        """
         T, P = self._pair(Y_true, Y_pred)
-        return np.abs(T - P).astype(np.float64)
+        both = np.concatenate([T, P]) if not hasattr(self, "classes_") else None
+        if both is not None and self.k is None and self.classes is None:
+            r = self._loss_positions(both, "Y")
+            return np.abs(r[:len(T)] - r[len(T):])
+        return np.abs(self._loss_positions(T, "Y_true") - self._loss_positions(P, "Y_pred"))
 
 
 DISCRETE_SPACES = {
