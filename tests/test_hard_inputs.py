@@ -454,3 +454,22 @@ def test_scalar_estimators_name_complex_x_and_y(Est):
         est = Est().fit(X, y)
     with pytest.raises(ValueError, match="^X must hold real numbers"):
         est.predict(X + 0j)
+
+
+@pytest.mark.parametrize("make", [lambda: PSDRegressor(sigma=0.3),
+                                  lambda: SELFEstimator(output="euclidean"),
+                                  lambda: KRLSEstimator(output="euclidean")],
+                         ids=["PSD", "SELF", "KRLS"])
+def test_other_estimators_name_complex_x(make):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 2))
+    if "PSD" in type(make()).__name__:
+        A = rng.normal(size=(12, 2, 2))
+        y = A @ A.transpose(0, 2, 1)
+    else:
+        y = rng.normal(size=(12, 2))
+    with pytest.raises(ValueError, match="^X must hold real numbers"):
+        make().fit(X + 0j, y)
+    est = make().fit(X, y)
+    with pytest.raises(ValueError, match="^X must hold real numbers"):
+        est.predict(X + 0j)

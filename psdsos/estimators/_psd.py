@@ -8,9 +8,9 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import UndefinedMetricWarning
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from psdsos._validation import check_psd_targets
+from psdsos._validation import check_psd_targets, validate_data
 from psdsos.estimators._base import (
     KERNEL_OPTIONS,
     Bandwidth,

@@ -11,9 +11,9 @@ import scipy.linalg as sla
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils import ClassifierTags
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from psdsos._validation import check_saved_meta
+from psdsos._validation import check_saved_meta, validate_data
 from psdsos.estimators._base import (
     KERNEL_OPTIONS,
     Bandwidth,
