@@ -289,3 +289,90 @@ def test_birkhoff_huge_scores_reach_the_rounding_floor():
     res = project_birkhoff(Theta)
     assert np.all(np.isfinite(res.P))
     assert np.all(res.marginal_error <= 4 * 10 * np.finfo(float).eps * 2 * np.abs(Theta).max())
+
+
+# ---------------------------------------------------------------------------------------
+# through the public polytope classes
+# ---------------------------------------------------------------------------------------
+def test_row_simplex_and_permutahedron_classes():
+    from psdsos.structured.polytopes import Permutahedron, RowSimplex
+
+    rng = np.random.default_rng(0)
+    R = RowSimplex(4)
+    T = 2.0 * rng.normal(size=(3, 4, 4))
+    for U in (R.project_euclidean(T), R.project_kl(T)):
+        assert np.all(R.contains(U))
+    np.testing.assert_allclose(R.project_euclidean(T[0]), R.project_euclidean(T)[0])
+    for t, u in zip(T, R.project_euclidean(T), strict=True):
+        P = cp.Variable((4, 4))
+        _solve(0.5 * cp.sum_squares(P - t), R.cvxpy_constraints(P))
+        assert_no_worse_than_reference(u, P.value, t, False)
+        G = t - u
+        assert_variational_inequality(G, u, R.map_oracle(G), scale=np.abs(G).max())
+    Q = Permutahedron(k=4)
+    np.testing.assert_array_equal(Q.w, [4.0, 3.0, 2.0, 1.0])
+    t = rng.normal(size=(5, 4))
+    np.testing.assert_array_equal(Q.project_euclidean(t),
+                                  project_permutahedron_euclidean(t, Q.w))
+    np.testing.assert_array_equal(Q.project_kl(t), project_permutahedron_kl(t, Q.w))
+    assert np.all(Q.contains(Q.project_kl(t)))
+    # MAP = rearrangement; round = nearest vertex (brute force over the 24 permutations)
+    verts = np.array([np.array(p, dtype=float) for p in itertools.permutations(Q.w)])
+    for x in t:
+        np.testing.assert_array_equal(Q.map_oracle(x), verts[np.argmax(verts @ x)])
+        d = np.sum((verts - x) ** 2, axis=1)
+        np.testing.assert_array_equal(Q.round(x), verts[np.argmin(d)])
+    with pytest.raises(ValueError, match="needs w or k"):
+        Permutahedron()
+    with pytest.raises(ValueError, match="w > 0"):
+        Permutahedron([1.0, 0.0]).project_kl(np.zeros(2))
+
+
+def test_birkhoff_class_warns_when_short_of_tol():
+    from sklearn.exceptions import ConvergenceWarning
+
+    from psdsos.structured.polytopes import Birkhoff
+
+    T = 30.0 * np.random.default_rng(1).normal(size=(2, 8, 8))
+    with pytest.warns(ConvergenceWarning, match="increase max_iter"):
+        Birkhoff(8, max_iter=1).project_euclidean(T)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        P = Birkhoff(8).project_euclidean(T)
+    assert np.all(Birkhoff(8).contains(P, atol=1e-10))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10**6), kl=st.booleans(), scale=st.sampled_from([0.3, 1.0, 5.0]))
+def test_smaller_sets_give_smaller_losses(seed, kl, scale):
+    """Proposition 1: Birkhoff <= row simplex <= unit cube <= R^{k x k} (Euclidean; for KL
+    the largest set is the domain R_+^{k x k}, P = e^{theta - 1})."""
+    from psdsos.structured._fenchel_young import fenchel_young_loss
+    from psdsos.structured.polytopes import Birkhoff, RowSimplex, UnitCube
+
+    class _Whole:
+        shape = (4, 4)
+
+        def project_euclidean(self, t):
+            return t
+
+        def project_kl(self, t):
+            return np.exp(t - 1.0)
+
+    class _Cube:  # the unit cube on k x k matrices
+        shape = (4, 4)
+
+        def project_euclidean(self, t):
+            return UnitCube(16).project_euclidean(t.reshape(-1, 16)).reshape(t.shape)
+
+        def project_kl(self, t):
+            return UnitCube(16).project_kl(t.reshape(-1, 16)).reshape(t.shape)
+
+    rng = np.random.default_rng(seed)
+    theta = scale * rng.normal(size=(3, 4, 4))
+    y = np.stack([np.eye(4)[rng.permutation(4)] for _ in range(3)])
+    proj = "kl" if kl else "euclidean"
+    losses = [fenchel_young_loss(theta, y, C, proj)[0]
+              for C in (Birkhoff(4), RowSimplex(4), _Cube(), _Whole())]
+    for small, big in itertools.pairwise(losses):
+        assert np.all(small <= big + 1e-9 * (1.0 + np.abs(big)))

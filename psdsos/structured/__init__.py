@@ -14,9 +14,11 @@ Layout:
   (:class:`MulticlassSpace`, :class:`MultilabelSpace`, :class:`RankingSpace`,
   :class:`OrdinalSpace`);
 * :mod:`psdsos.structured.polytopes` -- the marginal polytopes of the discrete spaces
-  (``Simplex``, ``UnitCube``, ``Knapsack``, ``Birkhoff``, ``OrderSimplex``): MAP oracles,
-  CVXPY constraints, the decoding LP, batched Euclidean and KL projections, and the plain
-  projections :func:`project_box` and :func:`project_simplex`;
+  (``Simplex``, ``UnitCube``, ``Knapsack``, ``Birkhoff``, ``OrderSimplex``) and the
+  projection sets ``RowSimplex`` and ``Permutahedron``: MAP oracles, CVXPY constraints, the
+  decoding LP, batched Euclidean and KL projections, and the plain projections
+  :func:`project_box` and :func:`project_simplex`;
+* :func:`fenchel_young_loss` -- the projection-based Fenchel-Young losses (Blondel, eq. 6);
 * the interface every space follows, :class:`OutputSpace`, is documented in
   :mod:`psdsos.structured._base`; the negative-weight policy of the manifold spaces in
   :mod:`psdsos.structured._common`.
@@ -27,6 +29,7 @@ Everything listed in ``__all__`` is importable from ``psdsos.structured`` direct
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import SIGNED_L1_BOUND, policy_weights
 from psdsos.structured._estimator import KRLSEstimator, SELFEstimator
+from psdsos.structured._fenchel_young import fenchel_young_loss
 from psdsos.structured._registry import CONTINUOUS_SPACES, get_output_space, output_spaces
 from psdsos.structured.polytopes import project_box, project_simplex
 from psdsos.structured.spaces import (
@@ -44,6 +47,7 @@ from psdsos.structured.spaces import (
 )
 
 __all__ = [
+    "fenchel_young_loss",
     "SELFEstimator",
     "KRLSEstimator",
     "OutputSpace",

@@ -20,9 +20,10 @@ whose vertices are exactly the encoded structures.  Each polytope below offers
   vertices :math:`\|v - \mu\|^2 = \langle v, \mathbf 1 - 2\mu\rangle + \|\mu\|^2`, so the
   nearest vertex is ``map_oracle(mu - 1/2)``;
 * ``project_euclidean(theta)`` and ``project_kl(theta)``: the Euclidean and KL projections
-  (eq. 5) the projection-based Fenchel-Young losses of the same paper need.  They are
-  provided where they are closed form or a one-dimensional search (unit cube, simplex,
-  knapsack, order simplex); the others raise ``NotImplementedError`` for now.
+  (eq. 5) the projection-based Fenchel-Young losses of the same paper need, on every
+  polytope here: closed forms (simplex, unit cube, row simplex), sorting with pool adjacent
+  violators (permutahedron, order simplex, knapsack KL), a one-dimensional search
+  (knapsack Euclidean) and Newton's method on the dual (Birkhoff polytope).
 
 All functions take arrays of shape ``(m, *shape)`` (a batch of score vectors) or ``shape``
 (a single one) and return the same leading shape.
@@ -36,13 +37,22 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import warnings
 
 import cvxpy as cp
 import numpy as np
 from scipy.optimize import linear_sum_assignment
+from sklearn.exceptions import ConvergenceWarning
 
 from psdsos.solvers import SolverStatusError
 from psdsos.structured._common import as_finite
+from psdsos.structured._projections import (
+    project_birkhoff,
+    project_knapsack_kl,
+    project_order_simplex_kl,
+    project_permutahedron_euclidean,
+    project_permutahedron_kl,
+)
 
 __all__ = [
     "project_box",
@@ -53,6 +63,8 @@ __all__ = [
     "Knapsack",
     "Birkhoff",
     "OrderSimplex",
+    "RowSimplex",
+    "Permutahedron",
     "PolytopeLP",
     "LP_SOLVERS",
 ]
@@ -363,6 +375,12 @@ class Knapsack(Polytope):
             out[rows] = np.clip(tr - 0.5 * (lo + hi)[:, None], 0.0, 1.0)
         return _unbatch(out, single)
 
+    def project_kl(self, theta):
+        r""":math:`u = \min(1, e^{\theta - 1 - \tau})`, :math:`\tau` from the active bound
+        of the sum (0 if none), exact by sorting (:func:`_projections.project_knapsack_kl`)."""
+        t, single = _batch(theta, self.shape, "theta")
+        return _unbatch(project_knapsack_kl(t, self.lower, self.upper), single)
+
 
 class Birkhoff(Polytope):
     r"""Birkhoff polytope of :math:`k \times k` doubly stochastic matrices (section 4).
@@ -371,12 +389,51 @@ class Birkhoff(Polytope):
     :math:`\varphi(\pi)_{i, \pi_i} = 1`.  MAP is the linear assignment problem
     :math:`\operatorname{argmax}_\pi \sum_i \theta_{i, \pi_i}`, solved exactly by
     :func:`scipy.optimize.linear_sum_assignment` (deterministic for equal inputs).
-    Projections (Sinkhorn for KL, Dykstra / dual for Euclidean) are not implemented yet.
+    Projections: Newton's method on the 2k-dimensional dual, semismooth for the Euclidean
+    one and on the log-domain Sinkhorn potentials for KL
+    (:func:`psdsos.structured._projections.project_birkhoff`), both marginals within ``tol``
+    of 1 (or of the rounding floor 4 k eps max|theta| for huge scores).
+
+    Parameters
+    ----------
+    k : int
+        Size of the matrices.
+    tol : float, default=1e-10
+        Marginal tolerance of the projections.
+    max_iter : int, default=100
+        Newton iterations per matrix; a projection short of ``tol`` warns
+        (ConvergenceWarning).
     """
 
-    def __init__(self, k):
+    def __init__(self, k, *, tol=1e-10, max_iter=100):
         self.k = int(k)
         self.shape = (self.k, self.k)
+        self.tol = float(tol)
+        self.max_iter = int(max_iter)
+
+    def _project(self, theta, kl):
+        t, single = _batch(theta, self.shape, "theta")
+        res = project_birkhoff(t, kl=kl, tol=self.tol, max_iter=self.max_iter)
+        floor = 4.0 * self.k * np.finfo(float).eps * max(
+            1.0, 2.0 * float(np.abs(t).max()) if t.size else 1.0)
+        worst = float(res.marginal_error.max()) if res.marginal_error.size else 0.0
+        if worst > max(self.tol, floor):
+            warnings.warn(
+                f"Birkhoff projection: marginal error {worst:.2e} > tol {self.tol:g} after "
+                f"{self.max_iter} Newton iterations; increase max_iter",
+                ConvergenceWarning, stacklevel=3,
+            )
+        return _unbatch(res.P, single)
+
+    def project_euclidean(self, theta):
+        r""":math:`\operatorname{argmin}_{P} \tfrac12\|P - \Theta\|^2` over doubly
+        stochastic P (batched)."""
+        return self._project(theta, kl=False)
+
+    def project_kl(self, theta):
+        r""":math:`\operatorname{argmin}_{P} \langle P, \log P\rangle - \langle P,
+        \Theta\rangle` over doubly stochastic P (batched)."""
+        return self._project(theta, kl=True)
 
     def _map(self, t):
         out = np.zeros_like(t)
@@ -447,6 +504,112 @@ class OrderSimplex(Polytope):
         out = np.stack([isotonic_regression(row, y_min=0.0, y_max=1.0, increasing=False)
                         for row in t])
         return _unbatch(out, single)
+
+    def project_kl(self, theta):
+        r""":math:`\min(1, \exp(\mathrm{antitonic}(\theta - 1)))`
+        (:func:`psdsos.structured._projections.project_order_simplex_kl`)."""
+        t, single = _batch(theta, self.shape, "theta")
+        return _unbatch(project_order_simplex_kl(t), single)
+
+
+class RowSimplex(Polytope):
+    r"""Row-stochastic :math:`k \times k` matrices, :math:`\{P \ge 0, P\mathbf 1 =
+    \mathbf 1\}`: a superset of the Birkhoff polytope (section 4, label ranking).
+
+    MAP: each row's argmax (ties to the smallest index).  Projections row by row: sparsemax
+    (Euclidean) and softmax (KL).  Its vertices are the 0/1 matrices with one 1 per row,
+    not only permutations.
+    """
+
+    def __init__(self, k):
+        self.k = int(k)
+        self.shape = (self.k, self.k)
+
+    def _map(self, t):
+        out = np.zeros_like(t)
+        m = t.shape[0]
+        idx = np.argmax(t, axis=2)
+        out[np.arange(m)[:, None], np.arange(self.k)[None, :], idx] = 1.0
+        return out
+
+    def cvxpy_constraints(self, mu):
+        return [mu >= 0, cp.sum(mu, axis=1) == 1]
+
+    def _contains(self, t, atol):
+        return (np.all(t >= -atol, axis=(1, 2))
+                & np.all(np.abs(t.sum(axis=2) - 1) <= atol * self.k, axis=1))
+
+    def project_euclidean(self, theta):
+        t, single = _batch(theta, self.shape, "theta")
+        out = project_simplex(t.reshape(-1, self.k)).reshape(t.shape)
+        return _unbatch(out, single)
+
+    def project_kl(self, theta):
+        t, single = _batch(theta, self.shape, "theta")
+        e = np.exp(t - t.max(axis=2, keepdims=True))
+        return _unbatch(e / e.sum(axis=2, keepdims=True), single)
+
+
+class Permutahedron(Polytope):
+    r"""Permutahedron :math:`\mathcal P(w) = \operatorname{conv}\{w_\sigma :
+    \sigma \text{ a permutation}\}` (section 4, label ranking with
+    :math:`\varphi(\sigma) = w_\sigma`).
+
+    MAP: the rearrangement inequality, the largest entry of w where the score is largest
+    (stable sort: ties to the smaller index).  Projections by sorting and pool adjacent
+    violators (Blondel, Teboul, Berthet and Djolonga, ICML 2020): Euclidean with
+    :func:`scipy.optimize.isotonic_regression`, KL in the log domain; exact.
+
+    Parameters
+    ----------
+    w : array-like of shape (k,), optional
+        Default ``(k, k-1, ..., 1)`` when only ``k`` is given.
+    k : int, optional
+    """
+
+    def __init__(self, w=None, *, k=None):
+        if w is None:
+            if k is None:
+                raise ValueError("Permutahedron needs w or k")
+            w = np.arange(int(k), 0, -1, dtype=np.float64)
+        w = as_finite(w, "w")
+        if w.ndim != 1 or w.size < 1:
+            raise ValueError(f"w must be a non-empty vector, got shape {w.shape}")
+        self.w = -np.sort(-w)
+        self.k = w.size
+        self.shape = (self.k,)
+
+    def _map(self, t):
+        out = np.empty_like(t)
+        order = np.argsort(-t, axis=1, kind="stable")
+        np.put_along_axis(out, order, np.broadcast_to(self.w, t.shape), axis=1)
+        return out
+
+    def round(self, mu):
+        """Nearest vertex to ``mu`` (Euclidean): the rearrangement of w in mu's order."""
+        t, single = _batch(mu, self.shape, "mu")
+        return _unbatch(self._map(t), single)
+
+    def cvxpy_constraints(self, mu):
+        cons = [cp.sum(mu) == float(self.w.sum())]
+        cons += [cp.sum_largest(mu, j) <= float(self.w[:j].sum()) for j in range(1, self.k)]
+        return cons
+
+    def _contains(self, t, atol):
+        s = -np.sort(-t, axis=1)
+        scale = atol * max(1.0, float(np.abs(self.w).sum()))
+        top = np.cumsum(s, axis=1) <= np.cumsum(self.w)[None, :] + scale
+        return np.all(top[:, :-1], axis=1) & (np.abs(s.sum(axis=1) - self.w.sum()) <= scale)
+
+    def project_euclidean(self, theta):
+        t, single = _batch(theta, self.shape, "theta")
+        return _unbatch(project_permutahedron_euclidean(t, self.w), single)
+
+    def project_kl(self, theta):
+        if np.any(self.w <= 0):
+            raise ValueError("the KL projection onto the permutahedron needs w > 0")
+        t, single = _batch(theta, self.shape, "theta")
+        return _unbatch(project_permutahedron_kl(t, self.w), single)
 
 
 class PolytopeLP:
