@@ -1,0 +1,276 @@
+r"""Structured prediction with projection oracles (Blondel, NeurIPS 2019).
+
+A model :math:`\theta = g(x)` (linear, :math:`W^T x + c`, or kernel,
+:math:`\sum_j \beta_j k(x, x_j) + c`) is trained by minimizing the projection-based
+Fenchel-Young loss of eq. 6 plus a ridge penalty,
+
+.. math::
+
+    \frac1n \sum_{i=1}^n S^\Psi_{\mathcal C}(g(x_i), y_i) + \frac\lambda2 \|g\|^2
+
+(:math:`\|W\|_F^2`, or the RKHS norm :math:`\operatorname{tr}(\beta^T K \beta)`; the
+intercept is not penalized), with L-BFGS and the exact gradient
+:math:`\nabla_\theta S = P^\Psi_{\mathcal C}(\theta) - \varphi(y)`.  Prediction is the
+calibrated decoding of eq. 11: :math:`\hat y = \mathrm{MAP}(-(V\mu + b))` with
+:math:`\mu = P^\Psi_{\mathcal C}(g(x))` and (V, b) the affine decomposition (eq. 9) of the
+output space's loss.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+from scipy.optimize import minimize
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
+
+from psdsos._validation import validate_data
+from psdsos.estimators._base import (
+    KERNEL_OPTIONS,
+    Bandwidth,
+    Bool,
+    Interval,
+    Options,
+    resolve_kernel,
+    validate_params,
+)
+from psdsos.structured._fenchel_young import fenchel_young_loss
+from psdsos.structured.polytopes import RowSimplex, UnitCube
+from psdsos.structured.spaces.discrete import DISCRETE_SPACES
+
+__all__ = ["FenchelYoungEstimator", "PROJECTION_SETS"]
+
+#: Projection sets by name, and the outputs they apply to ("marginal": the output space's
+#: marginal polytope; "knapsack" is multilabel's marginal polytope with its count bounds).
+PROJECTION_SETS = {
+    "marginal": ("multiclass", "multilabel", "ranking", "ordinal"),
+    "unit_cube": ("multiclass", "multilabel", "ranking", "ordinal"),
+    "row_simplex": ("ranking",),
+    "knapsack": ("multilabel",),
+    "reals": ("multiclass", "multilabel", "ranking", "ordinal"),
+    "nonneg": ("multiclass", "multilabel", "ranking", "ordinal"),
+}
+
+
+class _Flat:
+    """A projection set on flattened scores (m, p), whatever the shape of the set."""
+
+    def __init__(self, p, euclidean, kl):
+        self.shape = (p,)
+        self._euclidean, self._kl = euclidean, kl
+
+    def project_euclidean(self, t):
+        return self._euclidean(np.asarray(t, dtype=np.float64))
+
+    def project_kl(self, t):
+        return self._kl(np.asarray(t, dtype=np.float64))
+
+
+def _flat(polytope):
+    shape = tuple(polytope.shape)
+    p = int(np.prod(shape))
+
+    def wrap(f):
+        return lambda t: np.asarray(f(t.reshape((-1,) + shape))).reshape(-1, p)
+
+    return _Flat(p, wrap(polytope.project_euclidean), wrap(polytope.project_kl))
+
+
+def _exp_m1(t):
+    return np.exp(np.minimum(t - 1.0, 700.0))
+
+
+class FenchelYoungEstimator(BaseEstimator):
+    r"""Projection-oracle structured prediction (Blondel 2019, eq. 6 and 11).
+
+    Parameters
+    ----------
+    output : {"multiclass", "multilabel", "ranking", "ordinal"} or a discrete space object
+        The output space (its 0/1 encoding, MAP oracle and loss; see
+        :mod:`psdsos.structured.spaces.discrete`).
+    projection_set : {"marginal", "unit_cube", "row_simplex", "knapsack", "reals", "nonneg"}
+        The convex set :math:`\mathcal C \supseteq \varphi(\mathcal Y)` of eq. 5:
+        the space's marginal polytope, the unit cube, row-stochastic matrices (ranking),
+        the knapsack polytope (multilabel: its marginal polytope), the whole space (the
+        squared loss for Euclidean, :math:`e^{\theta-1}` for KL) or the non-negative orthant.
+    projection : {"euclidean", "kl"}
+        :math:`\Psi = \tfrac12\|\cdot\|^2` or :math:`\langle u, \log u\rangle`.
+    model : {"linear", "kernel"}
+    kernel, sigma
+        Kernel of the kernel model (``sigma="scale"``: derived from the data's spread).
+    lam : float > 0
+        Ridge weight.
+    fit_intercept : bool
+    max_iter, tol
+        L-BFGS iterations and gradient tolerance; short of it: ConvergenceWarning.
+    random_state
+        Unused by the deterministic solver; kept for the scikit-learn conventions.
+
+    Attributes
+    ----------
+    space_ : the fitted output space
+    coef_ : ndarray (n_features, p) (linear) or (n_samples, p) (kernel, the beta_j)
+    intercept_ : ndarray (p,)
+    objective_ : float
+        The training objective at the fit.
+    n_iter_ : int
+    """
+
+    _parameter_constraints = {
+        "projection_set": Options(sorted(PROJECTION_SETS)),
+        "projection": Options(["euclidean", "kl"]),
+        "model": Options(["linear", "kernel"]),
+        "kernel": KERNEL_OPTIONS,
+        "sigma": Bandwidth(),
+        "lam": Interval(numbers.Real, 0.0, None, closed="neither"),
+        "fit_intercept": Bool(),
+        "max_iter": Interval(numbers.Integral, 1, None),
+        "tol": Interval(numbers.Real, 0.0, None, closed="neither"),
+    }
+
+    def __init__(self, output="multiclass", *, projection_set="marginal",
+                 projection="euclidean", model="linear", kernel="gaussian", sigma="scale",
+                 lam=1e-3, fit_intercept=True, max_iter=1000, tol=1e-6, random_state=None):
+        self.output = output
+        self.projection_set = projection_set
+        self.projection = projection
+        self.model = model
+        self.kernel = kernel
+        self.sigma = sigma
+        self.lam = lam
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    # ---- set-up ---------------------------------------------------------------------------
+    def _space(self):
+        out = self.output
+        if isinstance(out, str):
+            if out.lower() not in DISCRETE_SPACES:
+                raise ValueError(f"output must be one of {sorted(DISCRETE_SPACES)} or a "
+                                 f"discrete output space object, got {out!r}")
+            return DISCRETE_SPACES[out.lower()]()
+        if type(out).__name__ not in {type(c()).__name__ for c in DISCRETE_SPACES.values()}:
+            raise ValueError(f"output must be a discrete output space, got {out!r}")
+        from sklearn.base import clone
+
+        return clone(out)
+
+    def _set(self, space):
+        name = self.projection_set
+        kind = next(n for n, c in DISCRETE_SPACES.items() if isinstance(space, c))
+        if kind not in PROJECTION_SETS[name]:
+            raise ValueError(f"projection_set={name!r} does not apply to output {kind!r}; "
+                             f"use one of {[n for n, o in PROJECTION_SETS.items() if kind in o]}")
+        poly = space.polytope_
+        p = int(np.prod(poly.shape))
+        if name in ("marginal", "knapsack"):
+            return _flat(poly)
+        if name == "unit_cube":
+            return _flat(UnitCube(p))
+        if name == "row_simplex":
+            return _flat(RowSimplex(poly.shape[0]))
+        if name == "reals":
+            return _Flat(p, lambda t: t, _exp_m1)
+        return _Flat(p, lambda t: np.maximum(t, 0.0), _exp_m1)
+
+    def _features(self, X):
+        if self.model == "linear":
+            return X
+        return self.kernel_(X, self.X_fit_)
+
+    # ---- fit / predict --------------------------------------------------------------------
+    def fit(self, X, y):
+        """Minimize the regularized Fenchel-Young loss (L-BFGS, exact gradients).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : outputs in the space's format (labels; 0/1 rows; rankings)
+        """
+        validate_params(self)
+        X = validate_data(self, X, reset=True, dtype=np.float64, ensure_min_samples=2)
+        space = self._space().fit(y)
+        Phi = space.embed(space.Y_train_)
+        if Phi.shape[0] != X.shape[0]:
+            raise ValueError(f"X and y must have the same number of samples, got "
+                             f"{X.shape[0]} and {Phi.shape[0]}")
+        C = self._set(space)
+        self.space_ = space
+        self.X_fit_ = X
+        if self.model == "kernel":
+            self.kernel_ = resolve_kernel(self.kernel, self.sigma, X)
+        F = self._features(X)
+        n, q = F.shape
+        p = Phi.shape[1]
+        K = F if self.model == "kernel" else None
+        lam, proj, icpt = float(self.lam), self.projection, self.fit_intercept
+
+        def fun(z):
+            W = z[: q * p].reshape(q, p)
+            c = z[q * p:] if icpt else np.zeros(p)
+            theta = F @ W + c
+            loss, G = fenchel_young_loss(theta, Phi, C, proj)
+            if K is None:
+                pen, gpen = 0.5 * lam * np.sum(W * W), lam * W
+            else:
+                KW = K @ W
+                pen, gpen = 0.5 * lam * np.sum(W * KW), lam * KW
+            gW = F.T @ G / n + gpen
+            grad = np.concatenate([gW.ravel(), G.mean(axis=0)]) if icpt else gW.ravel()
+            return float(loss.mean() + pen), grad
+
+        z0 = np.zeros(q * p + (p if icpt else 0))
+        res = minimize(fun, z0, jac=True, method="L-BFGS-B",
+                       options={"maxiter": int(self.max_iter), "gtol": float(self.tol),
+                                "ftol": 1e-15, "maxcor": 20})
+        if not res.success:
+            warnings.warn(
+                f"L-BFGS stopped before the gradient tolerance ({res.message}; gradient norm "
+                f"{np.abs(res.jac).max():.2e} > tol {self.tol:g} after {res.nit} "
+                "iterations): increase max_iter or tol",
+                ConvergenceWarning, stacklevel=2,
+            )
+        self.coef_ = res.x[: q * p].reshape(q, p)
+        self.intercept_ = res.x[q * p:] if icpt else np.zeros(p)
+        self.objective_ = float(res.fun)
+        self.n_iter_ = int(res.nit)
+        self._C = C
+        V, b, _ = space.affine_decomposition()
+        self._V, self._b = np.asarray(V, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        return self
+
+    def decision_function(self, X):
+        """Scores theta = g(x), shape (m, *polytope shape)."""
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        theta = self._features(X) @ self.coef_ + self.intercept_
+        return theta.reshape((-1,) + tuple(self.space_.polytope_.shape))
+
+    def project(self, X):
+        """The soft structures mu = P_C(g(x)) (e.g. soft permutation matrices)."""
+        theta = self.decision_function(X).reshape(len(X), -1)
+        f = self._C.project_kl if self.projection == "kl" else self._C.project_euclidean
+        return f(theta).reshape((-1,) + tuple(self.space_.polytope_.shape))
+
+    def decode(self, mu):
+        r"""Calibrated decoding (eq. 11): :math:`\mathrm{MAP}(-(V\mu + b))` for a batch of
+        (soft) structures ``mu`` of shape (m, *polytope shape)."""
+        check_is_fitted(self, "coef_")
+        shape = tuple(self.space_.polytope_.shape)
+        mu = np.asarray(mu, dtype=np.float64).reshape(-1, int(np.prod(shape)))
+        theta = -(mu @ self._V.T + self._b)
+        M = self.space_.polytope_.map_oracle(theta.reshape((-1,) + shape))
+        return self.space_._from_vertices(M)
+
+    def predict(self, X):
+        """Calibrated decoding of the projected scores."""
+        return self.decode(self.project(X))
+
+    def score(self, X, y):
+        """The output space's score (accuracy for multiclass, minus the mean loss else)."""
+        return self.space_.score(y, self.predict(X))

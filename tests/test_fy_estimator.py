@@ -1,0 +1,92 @@
+"""FenchelYoungEstimator (psdsos.structured._fy_estimator): the logistic-regression special
+case against scikit-learn, first-order optimality of the fit, and the calibrated decoding of
+eq. 11 against brute force over every structure."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+
+from psdsos.structured._fenchel_young import fenchel_young_loss
+from psdsos.structured._fy_estimator import FenchelYoungEstimator
+
+
+@pytest.fixture(scope="module")
+def iris():
+    X, y = load_iris(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+def test_simplex_kl_is_multinomial_logistic_regression(iris):
+    X, y = iris
+    lam = 1e-2
+    est = FenchelYoungEstimator("multiclass", projection="kl", lam=lam, tol=1e-10,
+                                max_iter=5000).fit(X, y)
+    ref = LogisticRegression(C=1.0 / (len(X) * lam), tol=1e-12, max_iter=10000).fit(X, y)
+    np.testing.assert_allclose(est.project(X), ref.predict_proba(X), atol=1e-6)
+    np.testing.assert_array_equal(est.predict(X), ref.predict(X))
+
+
+@pytest.mark.parametrize(("projection_set", "projection"),
+                         [("marginal", "euclidean"), ("unit_cube", "kl"), ("nonneg", "euclidean")])
+def test_fit_is_first_order_optimal(iris, projection_set, projection):
+    X, y = iris
+    lam = 1e-2
+    est = FenchelYoungEstimator("multiclass", projection_set=projection_set,
+                                projection=projection, lam=lam, tol=1e-9,
+                                max_iter=5000).fit(X, y)
+    # the gradient of (1/n) sum S(W^T x_i + c, y_i) + lam/2 ||W||^2, recomputed
+    Phi = np.eye(3)[y]
+    theta = X @ est.coef_ + est.intercept_
+    _, G = fenchel_young_loss(theta, Phi, est._C, projection)
+    gW = X.T @ G / len(X) + lam * est.coef_
+    gc = G.mean(axis=0)
+    assert np.abs(gW).max() <= 1e-7 and np.abs(gc).max() <= 1e-7
+
+
+def _all_outputs(kind, k):
+    if kind == "multiclass" or kind == "ordinal":
+        return np.arange(k)
+    if kind == "multilabel":
+        return np.array(list(itertools.product([0, 1], repeat=k)))
+    return np.array([np.argsort(p) for p in itertools.permutations(range(k))])
+
+
+@pytest.mark.parametrize(("kind", "k"), [("multiclass", 4), ("ordinal", 5), ("multilabel", 4),
+                                         ("ranking", 4)])
+def test_calibrated_decoding_is_the_expected_loss_minimizer(kind, k):
+    """mu = sum_j p_j phi(y_j): the decoding of eq. 11 minimizes sum_j p_j L(yhat, y_j)
+    over every structure (brute force through the space's own loss)."""
+    rng = np.random.default_rng(k)
+    outputs = _all_outputs(kind, k)
+    est = FenchelYoungEstimator(kind, projection_set="unit_cube", max_iter=50)
+    X = rng.normal(size=(len(outputs), 2))
+    with warnings.catch_warnings():
+        # the fit only sets up the space: decode() does not use the model
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(X, outputs)
+    space = est.space_
+    for _ in range(20):
+        idx = rng.choice(len(outputs), size=3, replace=False)
+        p = rng.dirichlet(np.ones(3))
+        mu = p @ space.embed(outputs[idx])
+        yhat = est.decode(mu[None])
+        risks = [sum(pj * space.loss(outputs[i:i + 1], cand[None])[0]
+                     for pj, i in zip(p, idx, strict=True)) for cand in outputs]
+        got = sum(pj * space.loss(outputs[i:i + 1], yhat)[0] for pj, i in zip(p, idx, strict=True))
+        assert got <= min(risks) + 1e-12
+
+
+def test_projection_set_must_fit_the_output(iris):
+    X, y = iris
+    with pytest.raises(ValueError, match="does not apply to output 'multiclass'"):
+        FenchelYoungEstimator("multiclass", projection_set="row_simplex").fit(X, y)
+    with pytest.raises(ValueError, match="output must be one of"):
+        FenchelYoungEstimator("spd").fit(X, y)
