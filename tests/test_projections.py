@@ -278,6 +278,10 @@ def test_birkhoff_properties(k, seed, scale, kl):
             G = T - P
             assert_variational_inequality(G, P, birkhoff_lmo(G), scale=np.abs(G).max(),
                                           atol=1e-8)
+    # batched = one at a time
+    for i in range(2):
+        np.testing.assert_allclose(project_birkhoff(Theta[i:i + 1], kl=kl, tol=1e-10).P[0],
+                                   res.P[i], atol=1e-12)
     # idempotent on its own output (Euclidean)
     if not kl:
         again = project_birkhoff(res.P, tol=1e-10).P

@@ -211,84 +211,100 @@ class BirkhoffResult:
         self.n_iter = n_iter
 
 
-def _birkhoff_one(T, kl, tol, max_iter):
-    k = T.shape[0]
-    ones = np.ones(k)
-    if kl:
-        link = np.exp
-
-        def phi(Z):
-            with np.errstate(over="ignore"):  # an overflowing trial step is rejected
-                return float(np.exp(Z).sum())
-        # Sinkhorn start (log domain): a few sweeps
-        a = -logsumexp(T, axis=1)
-        b = np.zeros(k)
-        for _ in range(5):
-            b = -logsumexp(T + a[:, None], axis=0)
-            a = -logsumexp(T + b[None, :], axis=1)
-    else:
-        def link(Z):
-            return np.maximum(Z, 0.0)
-
-        def phi(Z):
-            return 0.5 * float(np.sum(np.maximum(Z, 0.0) ** 2))
-        r, c, S = T.sum(axis=1), T.sum(axis=0), T.sum()
-        a = (1.0 - r) / k + (S - k) / (2.0 * k * k)
-        b = (1.0 - c) / k + (S - k) / (2.0 * k * k)
-
-    def dual(a, b):  # convex dual objective, minimized
-        return phi(T + a[:, None] + b[None, :]) - a.sum() - b.sum()
-
+def _birkhoff_batch(T, kl, tol, max_iter):
+    """Newton on the dual for a batch T (m, k, k), vectorized over the batch: one batched
+    linear solve of the (2k x 2k) Newton systems and one batched Armijo search per step,
+    on the matrices not yet within their tolerance."""
+    m, k, _ = T.shape
+    eps = np.finfo(float).eps
     # rounding floor: Z = T + a + b is formed from numbers of size max|T|
-    tol = max(tol, 4.0 * k * np.finfo(float).eps * max(1.0, float(np.abs(T).max())))
-    Z = T + a[:, None] + b[None, :]
-    P = link(Z)
-    h = dual(a, b)
-    it = 0
-    err = np.inf
-    for it in range(1, max_iter + 1):  # noqa: B007 - it is reported
-        gr, gc = P.sum(axis=1) - 1.0, P.sum(axis=0) - 1.0
-        err = max(np.abs(gr).max(), np.abs(gc).max())
-        if err <= tol:
+    tols = np.maximum(tol, 4.0 * k * eps * np.maximum(1.0, np.abs(T).max(axis=(1, 2))))
+    if kl:
+        a = -logsumexp(T, axis=2)
+        b = np.zeros((m, k))
+        for _ in range(5):  # Sinkhorn sweeps (log domain) as the start
+            b = -logsumexp(T + a[:, :, None], axis=1)
+            a = -logsumexp(T + b[:, None, :], axis=2)
+    else:
+        r, c, S = T.sum(axis=2), T.sum(axis=1), T.sum(axis=(1, 2))
+        a = (1.0 - r) / k + ((S - k) / (2.0 * k * k))[:, None]
+        b = (1.0 - c) / k + ((S - k) / (2.0 * k * k))[:, None]
+
+    def primal(Tb, ab, bb):
+        Z = Tb + ab[:, :, None] + bb[:, None, :]
+        if kl:
+            with np.errstate(over="ignore"):  # an overflowing trial step is rejected
+                return Z, np.exp(Z)
+        return Z, np.maximum(Z, 0.0)
+
+    def dual(Z, P, ab, bb):  # convex dual objective, minimized
+        phi = P.sum(axis=(1, 2)) if kl else 0.5 * np.sum(P * P, axis=(1, 2))
+        return phi - ab.sum(axis=1) - bb.sum(axis=1)
+
+    def marg(P):
+        return np.maximum(np.abs(P.sum(axis=2) - 1.0).max(axis=1),
+                          np.abs(P.sum(axis=1) - 1.0).max(axis=1))
+
+    Z, P = primal(T, a, b)
+    h = dual(Z, P, a, b)
+    err = marg(P)
+    its = np.zeros(m, dtype=int)
+    stuck = np.zeros(m, dtype=bool)
+    eye = np.arange(k)
+    for _ in range(max_iter):
+        act = np.flatnonzero((err > tols) & ~stuck)
+        if act.size == 0:
             break
-        D = P if kl else (Z > 0).astype(np.float64)
-        dr, dc = D.sum(axis=1), D.sum(axis=0)
-        H = np.block([[np.diag(dr), D], [D.T, np.diag(dc)]])
-        H[np.diag_indices_from(H)] += 1e-12 * max(1.0, float(H.diagonal().max()))
-        g = np.concatenate([gr, gc])
+        its[act] += 1
+        Ta, aa, ba, Pa, Za, ha, ea = T[act], a[act], b[act], P[act], Z[act], h[act], err[act]
+        gr, gc = Pa.sum(axis=2) - 1.0, Pa.sum(axis=1) - 1.0
+        D = Pa if kl else (Za > 0).astype(np.float64)
+        H = np.zeros((act.size, 2 * k, 2 * k))
+        H[:, eye, eye] = D.sum(axis=2)
+        H[:, k + eye, k + eye] = D.sum(axis=1)
+        H[:, :k, k:] = D
+        H[:, k:, :k] = D.transpose(0, 2, 1)
+        diag = H[:, np.arange(2 * k), np.arange(2 * k)]
+        H[:, np.arange(2 * k), np.arange(2 * k)] += 1e-12 * np.maximum(1.0, diag.max(axis=1))[
+            :, None]
+        g = np.concatenate([gr, gc], axis=1)
         try:
-            d = -np.linalg.solve(H, g)
+            d = -np.linalg.solve(H, g[:, :, None])[:, :, 0]
         except np.linalg.LinAlgError:
             d = -g
-        slope = float(g @ d)
-        if slope >= 0:  # not a descent direction (numerically singular): gradient step
-            d, slope = -g, -float(g @ g)
-        t = 1.0
-        flat = 1e-13 * (1.0 + abs(h))  # dual decreases below this are rounding
-        while True:
-            an, bn = a + t * d[:k], b + t * d[k:]
-            hn = dual(an, bn)
-            if np.isfinite(hn):
-                if hn <= h + 1e-4 * t * slope:
-                    break
-                if hn <= h + flat:  # near the optimum: judge by the marginals instead
-                    Pn = link(T + an[:, None] + bn[None, :])
-                    errn = max(np.abs(Pn.sum(axis=1) - 1.0).max(),
-                               np.abs(Pn.sum(axis=0) - 1.0).max())
-                    if errn < err:
-                        break
-            t *= 0.5
-            if t < 1e-20:
-                an = None
+        slope = np.einsum("ij,ij->i", g, d)
+        bad = ~(slope < 0)
+        d[bad] = -g[bad]
+        slope[bad] = -np.einsum("ij,ij->i", g[bad], g[bad])
+        t = np.ones(act.size)
+        done = np.zeros(act.size, dtype=bool)
+        an, bn = aa.copy(), ba.copy()
+        Zn, Pn, hn = Za.copy(), Pa.copy(), ha.copy()
+        flat = 1e-13 * (1.0 + np.abs(ha))  # dual decreases below this are rounding
+        for _ in range(70):
+            todo = np.flatnonzero(~done)
+            if todo.size == 0:
                 break
-        if an is None:
-            break
-        a, b, h = an, bn, hn
-        Z = T + a[:, None] + b[None, :]
-        P = link(Z)
-    gr, gc = P.sum(axis=1) - ones, P.sum(axis=0) - ones
-    err = max(np.abs(gr).max(), np.abs(gc).max())
-    return P, err, it
+            ta = t[todo][:, None]
+            a_t, b_t = aa[todo] + ta * d[todo, :k], ba[todo] + ta * d[todo, k:]
+            Z_t, P_t = primal(Ta[todo], a_t, b_t)
+            h_t = dual(Z_t, P_t, a_t, b_t)
+            ok = np.isfinite(h_t) & (h_t <= ha[todo] + 1e-4 * t[todo] * slope[todo])
+            near = np.isfinite(h_t) & ~ok & (h_t <= ha[todo] + flat[todo])
+            if np.any(near):  # near the optimum: judge by the marginals instead
+                ok[near] = marg(P_t[near]) < ea[todo[near]]
+            acc = todo[ok]
+            an[acc], bn[acc], Zn[acc], Pn[acc], hn[acc] = (a_t[ok], b_t[ok], Z_t[ok],
+                                                          P_t[ok], h_t[ok])
+            done[acc] = True
+            t[todo[~ok]] *= 0.5
+            small = todo[~ok][t[todo[~ok]] < 1e-20]
+            if small.size:
+                done[small] = True
+                stuck[act[small]] = True
+        a[act], b[act], Z[act], P[act], h[act] = an, bn, Zn, Pn, hn
+        err[act] = marg(Pn)
+    return P, err, its
 
 
 def project_birkhoff(Theta, *, kl=False, tol=1e-10, max_iter=100):
@@ -321,13 +337,8 @@ def project_birkhoff(Theta, *, kl=False, tol=1e-10, max_iter=100):
     BirkhoffResult
     """
     Theta = np.asarray(Theta, dtype=np.float64)
-    m, k, _ = Theta.shape
-    P = np.empty_like(Theta)
-    err = np.empty(m)
-    its = np.empty(m, dtype=int)
-    for i in range(m):
-        # a per-row shift does not change the projection (absorbed in alpha); it keeps the
-        # dual's numbers near the scale of P
-        T = Theta[i] - Theta[i].max(axis=1, keepdims=True)
-        P[i], err[i], its[i] = _birkhoff_one(T, kl, tol, max_iter)
+    # a per-row shift does not change the projection (absorbed in alpha); it keeps the
+    # dual's numbers near the scale of P
+    T = Theta - Theta.max(axis=2, keepdims=True)
+    P, err, its = _birkhoff_batch(T, kl, tol, max_iter)
     return BirkhoffResult(P, err, its)
