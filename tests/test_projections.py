@@ -380,3 +380,18 @@ def test_smaller_sets_give_smaller_losses(seed, kl, scale):
               for C in (Birkhoff(4), RowSimplex(4), _Cube(), _Whole())]
     for small, big in itertools.pairwise(losses):
         assert np.all(small <= big + 1e-9 * (1.0 + np.abs(big)))
+
+
+@pytest.mark.parametrize("kl", [False, True], ids=["euclidean", "kl"])
+def test_birkhoff_warm_start_same_answer_fewer_steps(kl):
+    rng = np.random.default_rng(2)
+    Theta = 3.0 * rng.normal(size=(4, 8, 8))
+    first = project_birkhoff(Theta, kl=kl)
+    near = Theta + 1e-3 * rng.normal(size=Theta.shape)
+    cold = project_birkhoff(near, kl=kl)
+    warm = project_birkhoff(near, kl=kl, init=(first.alpha, first.beta))
+    np.testing.assert_allclose(warm.P, cold.P, atol=1e-9)
+    assert np.all(warm.marginal_error <= 1e-10)
+    assert warm.n_iter.sum() < cold.n_iter.sum()
+    with pytest.raises(ValueError, match="init must be two arrays of shape"):
+        project_birkhoff(near, kl=kl, init=(first.alpha[:2], first.beta))

@@ -38,7 +38,8 @@ from psdsos.estimators._base import (
     validate_params,
 )
 from psdsos.structured._fenchel_young import fenchel_young_loss
-from psdsos.structured.polytopes import RowSimplex, UnitCube
+from psdsos.structured._projections import project_birkhoff
+from psdsos.structured.polytopes import Birkhoff, RowSimplex, UnitCube
 from psdsos.structured.spaces.discrete import DISCRETE_SPACES
 
 __all__ = ["FenchelYoungEstimator", "PROJECTION_SETS"]
@@ -77,6 +78,39 @@ def _flat(polytope):
         return lambda t: np.asarray(f(t.reshape((-1,) + shape))).reshape(-1, p)
 
     return _Flat(p, wrap(polytope.project_euclidean), wrap(polytope.project_kl))
+
+
+class _WarmBirkhoff(_Flat):
+    """Birkhoff projections of flattened scores, warm-started from the dual variables of
+    the previous call with the same batch size (the training scores of successive L-BFGS
+    evaluations are close)."""
+
+    def __init__(self, poly):
+        k = poly.k
+        self.shape = (k * k,)
+        self._poly = poly
+        self._last = {}
+
+    def _project(self, t, kl):
+        k = self._poly.k
+        T = np.asarray(t, dtype=np.float64).reshape(-1, k, k)
+        init = self._last.get((kl, T.shape[0]))
+        res = project_birkhoff(T, kl=kl, tol=self._poly.tol, max_iter=self._poly.max_iter,
+                               init=init)
+        if np.any(res.marginal_error > self._poly.tol) and init is not None:
+            res = project_birkhoff(T, kl=kl, tol=self._poly.tol,
+                                   max_iter=self._poly.max_iter)
+        self._last[(kl, T.shape[0])] = (res.alpha, res.beta)
+        return res.P.reshape(-1, k * k)
+
+    def project_euclidean(self, t):
+        return self._project(t, False)
+
+    def project_kl(self, t):
+        return self._project(t, True)
+
+    def __getstate__(self):  # the warm-start cache is not part of the model
+        return {**self.__dict__, "_last": {}}
 
 
 def _exp_m1(t):
@@ -168,6 +202,8 @@ class FenchelYoungEstimator(BaseEstimator):
                              f"use one of {[n for n, o in PROJECTION_SETS.items() if kind in o]}")
         poly = space.polytope_
         p = int(np.prod(poly.shape))
+        if name == "marginal" and isinstance(poly, Birkhoff):
+            return _WarmBirkhoff(poly)
         if name in ("marginal", "knapsack"):
             return _flat(poly)
         if name == "unit_cube":

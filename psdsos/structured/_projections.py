@@ -203,15 +203,19 @@ def project_knapsack_kl(theta, lower, upper):
 # Birkhoff polytope: Newton on the dual
 # --------------------------------------------------------------------------------------
 class BirkhoffResult:
-    """Projections (m, k, k), the final marginal errors (m,) and the Newton iterations (m,)."""
+    """Projections ``P`` (m, k, k), the final marginal errors (m,), the Newton iterations
+    (m,) and the dual variables ``alpha``, ``beta`` (m, k) with P = link(Theta + alpha 1^T
+    + 1 beta^T) (a warm start for nearby scores)."""
 
-    def __init__(self, P, marginal_error, n_iter):
+    def __init__(self, P, marginal_error, n_iter, alpha, beta):
         self.P = P
         self.marginal_error = marginal_error
         self.n_iter = n_iter
+        self.alpha = alpha
+        self.beta = beta
 
 
-def _birkhoff_batch(T, kl, tol, max_iter):
+def _birkhoff_batch(T, kl, tol, max_iter, init=None):
     """Newton on the dual for a batch T (m, k, k), vectorized over the batch: one batched
     linear solve of the (2k x 2k) Newton systems and one batched Armijo search per step,
     on the matrices not yet within their tolerance."""
@@ -219,7 +223,9 @@ def _birkhoff_batch(T, kl, tol, max_iter):
     eps = np.finfo(float).eps
     # rounding floor: Z = T + a + b is formed from numbers of size max|T|
     tols = np.maximum(tol, 4.0 * k * eps * np.maximum(1.0, np.abs(T).max(axis=(1, 2))))
-    if kl:
+    if init is not None:  # warm start (e.g. the previous scores' dual variables)
+        a, b = np.array(init[0], dtype=np.float64), np.array(init[1], dtype=np.float64)
+    elif kl:
         a = -logsumexp(T, axis=2)
         b = np.zeros((m, k))
         for _ in range(5):  # Sinkhorn sweeps (log domain) as the start
@@ -304,10 +310,10 @@ def _birkhoff_batch(T, kl, tol, max_iter):
                 stuck[act[small]] = True
         a[act], b[act], Z[act], P[act], h[act] = an, bn, Zn, Pn, hn
         err[act] = marg(Pn)
-    return P, err, its
+    return P, err, its, a, b
 
 
-def project_birkhoff(Theta, *, kl=False, tol=1e-10, max_iter=100):
+def project_birkhoff(Theta, *, kl=False, tol=1e-10, max_iter=100, init=None):
     r"""Euclidean (``kl=False``) or KL projection of k x k matrices onto the Birkhoff
     polytope, by Newton's method on the dual.
 
@@ -331,6 +337,8 @@ def project_birkhoff(Theta, *, kl=False, tol=1e-10, max_iter=100):
         Marginal tolerance.
     max_iter : int
         Newton iterations per matrix.
+    init : tuple (alpha, beta) of arrays (m, k), optional
+        Dual variables to start from (``BirkhoffResult.alpha`` / ``beta`` of nearby scores).
 
     Returns
     -------
@@ -339,6 +347,13 @@ def project_birkhoff(Theta, *, kl=False, tol=1e-10, max_iter=100):
     Theta = np.asarray(Theta, dtype=np.float64)
     # a per-row shift does not change the projection (absorbed in alpha); it keeps the
     # dual's numbers near the scale of P
-    T = Theta - Theta.max(axis=2, keepdims=True)
-    P, err, its = _birkhoff_batch(T, kl, tol, max_iter)
-    return BirkhoffResult(P, err, its)
+    shift = Theta.max(axis=2)
+    T = Theta - shift[:, :, None]
+    if init is not None:
+        a0, b0 = (np.asarray(v, dtype=np.float64) for v in init)
+        if a0.shape != shift.shape or b0.shape != shift.shape:
+            raise ValueError(f"init must be two arrays of shape {shift.shape}, got "
+                             f"{a0.shape} and {b0.shape}")
+        init = (a0 + shift, b0)
+    P, err, its, a, b = _birkhoff_batch(T, kl, tol, max_iter, init)
+    return BirkhoffResult(P, err, its, a - shift, b)
