@@ -240,10 +240,20 @@ class FenchelYoungEstimator(BaseEstimator):
         self.X_fit_ = X
         if self.model == "kernel":
             self.kernel_ = resolve_kernel(self.kernel, self.sigma, X)
-        F = self._features(X)
+        if self.model == "kernel":
+            # RKHS-isometric coordinates: K = U diag(s) U^T, theta = K beta = F W with
+            # F = U diag(sqrt s) and W = diag(sqrt s) U^T beta, so tr(beta^T K beta) =
+            # ||W||^2: the kernel model is a ridge-linear model on F (well conditioned for
+            # L-BFGS), and beta = U diag(s^-1/2) W (directions with s below 1e-12 max s,
+            # numerically null, are dropped)
+            s_, U = np.linalg.eigh(self.kernel_(X, X))
+            keep = s_ > 1e-12 * max(float(s_[-1]), np.finfo(float).tiny)
+            root = np.sqrt(s_[keep])
+            F = U[:, keep] * root
+        else:
+            F = X
         n, q = F.shape
         p = Phi.shape[1]
-        K = F if self.model == "kernel" else None
         lam, proj, icpt = float(self.lam), self.projection, self.fit_intercept
 
         def fun(z):
@@ -251,11 +261,7 @@ class FenchelYoungEstimator(BaseEstimator):
             c = z[q * p:] if icpt else np.zeros(p)
             theta = F @ W + c
             loss, G = fenchel_young_loss(theta, Phi, C, proj)
-            if K is None:
-                pen, gpen = 0.5 * lam * np.sum(W * W), lam * W
-            else:
-                KW = K @ W
-                pen, gpen = 0.5 * lam * np.sum(W * KW), lam * KW
+            pen, gpen = 0.5 * lam * np.sum(W * W), lam * W
             gW = F.T @ G / n + gpen
             grad = np.concatenate([gW.ravel(), G.mean(axis=0)]) if icpt else gW.ravel()
             return float(loss.mean() + pen), grad
@@ -272,6 +278,8 @@ class FenchelYoungEstimator(BaseEstimator):
                 ConvergenceWarning, stacklevel=2,
             )
         self.coef_ = res.x[: q * p].reshape(q, p)
+        if self.model == "kernel":
+            self.coef_ = U[:, keep] @ (self.coef_ / root[:, None])
         self.intercept_ = res.x[q * p:] if icpt else np.zeros(p)
         self.objective_ = float(res.fun)
         self.n_iter_ = int(res.nit)
