@@ -103,8 +103,49 @@ def test_kernel_model_is_first_order_optimal_in_the_rkhs(iris, projection):
                                 lam=lam, tol=1e-10, max_iter=5000).fit(X, y)
     K = est.kernel_(X, X)
     theta = K @ est.coef_ + est.intercept_
-    np.testing.assert_allclose(theta.reshape(-1, 3), est.decision_function(X), atol=1e-10)
+    np.testing.assert_allclose(theta.reshape(-1, 3), est.scores(X), atol=1e-10)
     _, G = fenchel_young_loss(theta, np.eye(3)[y], est._C, projection)
     assert np.abs(K @ (G / len(X) + lam * est.coef_)).max() <= 1e-7
     assert np.abs(G.mean(axis=0)).max() <= 1e-7
     assert est.n_iter_ < 500  # well conditioned (it took > 1000 in the beta coordinates)
+
+
+@pytest.mark.parametrize("model", ["linear", "kernel"])
+def test_save_and_load_round_trip(iris, tmp_path, model):
+    import psdsos
+
+    X, y = iris
+    labels = np.array(["setosa", "versicolor", "virginica"])[y]
+    est = FenchelYoungEstimator("multiclass", projection="kl", model=model).fit(X, labels)
+    est.save(tmp_path / "fy.npz")
+    back = psdsos.load(tmp_path / "fy.npz")
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
+    np.testing.assert_allclose(back.project(X), est.project(X), rtol=1e-13)
+    assert back.predict(X[:1])[0] in labels
+
+
+def test_ranking_round_trip_and_soft_permutations(tmp_path):
+    import psdsos
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    S = X @ rng.normal(size=(3, 4))
+    Y = np.argsort(np.argsort(-S, axis=1), axis=1)
+    est = FenchelYoungEstimator("ranking", projection_set="marginal", lam=1e-2).fit(X, Y)
+    mu = est.project(X[:5])
+    assert mu.shape == (5, 4, 4)
+    np.testing.assert_allclose(mu.sum(axis=1), 1.0, atol=1e-9)  # doubly stochastic
+    np.testing.assert_allclose(mu.sum(axis=2), 1.0, atol=1e-9)
+    est.save(tmp_path / "r.npz")
+    np.testing.assert_array_equal(psdsos.load(tmp_path / "r.npz").predict(X), est.predict(X))
+
+
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+
+@parametrize_with_checks([FenchelYoungEstimator("multiclass", max_iter=50),
+                          FenchelYoungEstimator("ordinal", max_iter=50)])
+def test_sklearn_estimator_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter=50 on toy data
+        check(estimator)

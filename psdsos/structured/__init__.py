@@ -18,7 +18,8 @@ Layout:
   projection sets ``RowSimplex`` and ``Permutahedron``: MAP oracles, CVXPY constraints, the
   decoding LP, batched Euclidean and KL projections, and the plain projections
   :func:`project_box` and :func:`project_simplex`;
-* :func:`fenchel_young_loss` -- the projection-based Fenchel-Young losses (Blondel, eq. 6);
+* :func:`fenchel_young_loss` -- the projection-based Fenchel-Young losses (Blondel, eq. 6),
+  and :class:`FenchelYoungEstimator`, trained on them with calibrated decoding (eq. 11);
 * the interface every space follows, :class:`OutputSpace`, is documented in
   :mod:`psdsos.structured._base`; the negative-weight policy of the manifold spaces in
   :mod:`psdsos.structured._common`.
@@ -30,6 +31,7 @@ from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import SIGNED_L1_BOUND, policy_weights
 from psdsos.structured._estimator import KRLSEstimator, SELFEstimator
 from psdsos.structured._fenchel_young import fenchel_young_loss
+from psdsos.structured._fy_estimator import FenchelYoungEstimator
 from psdsos.structured._registry import CONTINUOUS_SPACES, get_output_space, output_spaces
 from psdsos.structured.polytopes import project_box, project_simplex
 from psdsos.structured.spaces import (
@@ -48,6 +50,7 @@ from psdsos.structured.spaces import (
 
 __all__ = [
     "fenchel_young_loss",
+    "FenchelYoungEstimator",
     "SELFEstimator",
     "KRLSEstimator",
     "OutputSpace",

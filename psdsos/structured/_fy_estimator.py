@@ -18,13 +18,15 @@ output space's loss.
 
 from __future__ import annotations
 
+import copy
 import numbers
 import warnings
 
 import numpy as np
 from scipy.optimize import minimize
 from sklearn.base import BaseEstimator
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
+from sklearn.utils import ClassifierTags
 from sklearn.utils.validation import check_is_fitted
 
 from psdsos._validation import validate_data
@@ -34,9 +36,12 @@ from psdsos.estimators._base import (
     Bool,
     Interval,
     Options,
+    register_loadable,
     resolve_kernel,
+    save_estimator,
     validate_params,
 )
+from psdsos.kernels import get_kernel
 from psdsos.structured._fenchel_young import fenchel_young_loss
 from psdsos.structured._projections import project_birkhoff
 from psdsos.structured.polytopes import Birkhoff, RowSimplex, UnitCube
@@ -59,25 +64,36 @@ PROJECTION_SETS = {
 class _Flat:
     """A projection set on flattened scores (m, p), whatever the shape of the set."""
 
-    def __init__(self, p, euclidean, kl):
-        self.shape = (p,)
-        self._euclidean, self._kl = euclidean, kl
+    def __init__(self, polytope):
+        self.polytope = polytope
+        self.set_shape = tuple(polytope.shape)
+        self.shape = (int(np.prod(self.set_shape)),)
+
+    def _apply(self, f, t):
+        t = np.asarray(t, dtype=np.float64)
+        return np.asarray(f(t.reshape((-1,) + self.set_shape))).reshape(-1, self.shape[0])
 
     def project_euclidean(self, t):
-        return self._euclidean(np.asarray(t, dtype=np.float64))
+        return self._apply(self.polytope.project_euclidean, t)
 
     def project_kl(self, t):
-        return self._kl(np.asarray(t, dtype=np.float64))
+        return self._apply(self.polytope.project_kl, t)
 
 
-def _flat(polytope):
-    shape = tuple(polytope.shape)
-    p = int(np.prod(shape))
+class _Orthant:
+    """R^p ("reals") or the non-negative orthant ("nonneg"): Euclidean projections identity
+    or max(t, 0); the KL projection onto either (the domain of <u, log u>) is e^{t - 1}."""
 
-    def wrap(f):
-        return lambda t: np.asarray(f(t.reshape((-1,) + shape))).reshape(-1, p)
+    def __init__(self, p, nonneg):
+        self.shape = (p,)
+        self.nonneg = nonneg
 
-    return _Flat(p, wrap(polytope.project_euclidean), wrap(polytope.project_kl))
+    def project_euclidean(self, t):
+        t = np.asarray(t, dtype=np.float64)
+        return np.maximum(t, 0.0) if self.nonneg else t
+
+    def project_kl(self, t):
+        return np.exp(np.minimum(np.asarray(t, dtype=np.float64) - 1.0, 700.0))
 
 
 class _WarmBirkhoff(_Flat):
@@ -86,8 +102,7 @@ class _WarmBirkhoff(_Flat):
     evaluations are close)."""
 
     def __init__(self, poly):
-        k = poly.k
-        self.shape = (k * k,)
+        super().__init__(poly)
         self._poly = poly
         self._last = {}
 
@@ -113,10 +128,7 @@ class _WarmBirkhoff(_Flat):
         return {**self.__dict__, "_last": {}}
 
 
-def _exp_m1(t):
-    return np.exp(np.minimum(t - 1.0, 700.0))
-
-
+@register_loadable
 class FenchelYoungEstimator(BaseEstimator):
     r"""Projection-oracle structured prediction (Blondel 2019, eq. 6 and 11).
 
@@ -205,19 +217,31 @@ class FenchelYoungEstimator(BaseEstimator):
         if name == "marginal" and isinstance(poly, Birkhoff):
             return _WarmBirkhoff(poly)
         if name in ("marginal", "knapsack"):
-            return _flat(poly)
+            return _Flat(poly)
         if name == "unit_cube":
-            return _flat(UnitCube(p))
+            return _Flat(UnitCube(p))
         if name == "row_simplex":
-            return _flat(RowSimplex(poly.shape[0]))
-        if name == "reals":
-            return _Flat(p, lambda t: t, _exp_m1)
-        return _Flat(p, lambda t: np.maximum(t, 0.0), _exp_m1)
+            return _Flat(RowSimplex(poly.shape[0]))
+        return _Orthant(p, nonneg=(name == "nonneg"))
 
     def _features(self, X):
         if self.model == "linear":
             return X
         return self.kernel_(X, self.X_fit_)
+
+    def _label_output(self):
+        out = self.output
+        name = out.lower() if isinstance(out, str) else getattr(out, "name", None)
+        return name in ("multiclass", "ordinal")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        if self._label_output():
+            # class labels: a classifier for scikit-learn (stratified folds with cv=int)
+            tags.estimator_type = "classifier"
+            tags.classifier_tags = ClassifierTags()
+        return tags
 
     # ---- fit / predict --------------------------------------------------------------------
     def fit(self, X, y):
@@ -230,6 +254,15 @@ class FenchelYoungEstimator(BaseEstimator):
         """
         validate_params(self)
         X = validate_data(self, X, reset=True, dtype=np.float64, ensure_min_samples=2)
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target "
+                             "y is None (pass the outputs y)")
+        y = np.asarray(y)
+        if self._label_output() and y.ndim == 2 and y.shape[1] == 1:
+            warnings.warn("A column-vector y was passed when a 1d array was expected (class "
+                          "labels of shape (n_samples,)); it is raveled",
+                          DataConversionWarning, stacklevel=2)
+            y = y.ravel()
         space = self._space().fit(y)
         Phi = space.embed(space.Y_train_)
         if Phi.shape[0] != X.shape[0]:
@@ -237,6 +270,8 @@ class FenchelYoungEstimator(BaseEstimator):
                              f"{X.shape[0]} and {Phi.shape[0]}")
         C = self._set(space)
         self.space_ = space
+        if hasattr(space, "classes_"):
+            self.classes_ = space.classes_
         self.X_fit_ = X
         if self.model == "kernel":
             self.kernel_ = resolve_kernel(self.kernel, self.sigma, X)
@@ -288,7 +323,7 @@ class FenchelYoungEstimator(BaseEstimator):
         self._V, self._b = np.asarray(V, dtype=np.float64), np.asarray(b, dtype=np.float64)
         return self
 
-    def decision_function(self, X):
+    def scores(self, X):
         """Scores theta = g(x), shape (m, *polytope shape)."""
         check_is_fitted(self, "coef_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
@@ -297,7 +332,8 @@ class FenchelYoungEstimator(BaseEstimator):
 
     def project(self, X):
         """The soft structures mu = P_C(g(x)) (e.g. soft permutation matrices)."""
-        theta = self.decision_function(X).reshape(len(X), -1)
+        theta = self.scores(X)
+        theta = theta.reshape(theta.shape[0], -1)
         f = self._C.project_kl if self.projection == "kl" else self._C.project_euclidean
         return f(theta).reshape((-1,) + tuple(self.space_.polytope_.shape))
 
@@ -317,4 +353,88 @@ class FenchelYoungEstimator(BaseEstimator):
 
     def score(self, X, y):
         """The output space's score (accuracy for multiclass, minus the mean loss else)."""
-        return self.space_.score(y, self.predict(X))
+        return self.space_.score(np.asarray(y), self.predict(X))
+
+    # ---- persistence ----------------------------------------------------------------------
+    def save(self, path):
+        """Save the fitted estimator (.npz + JSON metadata, loaded without pickle)."""
+        check_is_fitted(self, "coef_")
+        space = self.space_
+        Y = np.asarray(space.Y_train_)
+        if Y.dtype == object and all(isinstance(v, str) for v in Y.ravel()):
+            Y = Y.astype(str)
+        if Y.dtype == object:
+            raise ValueError(f"cannot save {type(self).__name__} trained on labels of dtype "
+                             "object (saved models never use pickle): use numbers or strings")
+        arrays = {"coef": self.coef_, "intercept": self.intercept_, "Y_train": Y}
+        if self.model == "kernel":
+            arrays["X_fit"] = self.X_fit_
+        shallow = copy.copy(self)
+        shallow.output = space.name
+        extra = {
+            "output_space": {"name": space.name, "config": space.to_config()},
+            "fitted": {"n_features_in_": int(self.n_features_in_),
+                       "objective_": self.objective_, "n_iter_": self.n_iter_,
+                       "kernel_": ({"name": self.kernel_.name,
+                                    "sigma": float(self.kernel_.sigma)}
+                                   if self.model == "kernel" else None)},
+        }
+        save_estimator(shallow, path, arrays, extra)
+
+    _SAVED_META = {
+        "output_space": {"name": "str", "config": "any"},
+        "fitted": {"n_features_in_": "posint", "objective_": "real*", "n_iter_": "int",
+                   "kernel_": ("dict", None)},
+    }
+    _SAVED_ANY_DTYPE = ("Y_train",)
+
+    @classmethod
+    def _saved_arrays(cls, meta, *, source="the model file"):
+        name = meta["output_space"]["name"]
+        if name not in DISCRETE_SPACES:
+            raise ValueError(f"metadata entry 'output_space' of {source} must name a discrete "
+                             f"output space ({sorted(DISCRETE_SPACES)}), got {name!r}")
+        kernel = meta["params"].get("model") == "kernel"
+        spec = {"coef": ("q", "p"), "intercept": ("p",), "Y_train": ("n", ...)}
+        if kernel:
+            spec["X_fit"] = ("n", "d")
+            spec["coef"] = ("n", "p")
+        else:
+            spec["coef"] = ("d", "p")
+        d = meta["fitted"]["n_features_in_"]
+        return spec, {"d": d, "_from": {"d": "metadata entry 'fitted.n_features_in_'"}}
+
+    @classmethod
+    def _from_saved(cls, arrays, meta):
+        params = dict(meta["params"])
+        est = cls(**params)
+        sp = meta["output_space"]
+        space = DISCRETE_SPACES[sp["name"]].from_config(sp["config"])
+        try:
+            space.fit(arrays["Y_train"])
+        except ValueError as exc:
+            raise ValueError(f"array 'Y_train' of the model file is not a valid training "
+                             f"output of the space {sp['name']!r}: {exc}") from None
+        p = int(np.prod(space.polytope_.shape))
+        if arrays["coef"].shape[1] != p:
+            raise ValueError(f"array 'coef' of the model file must have {p} columns (the "
+                             f"{sp['name']} encoding), got {arrays['coef'].shape[1]}")
+        est.space_ = space
+        if hasattr(space, "classes_"):
+            est.classes_ = space.classes_
+        f = meta["fitted"]
+        est.n_features_in_ = f["n_features_in_"]
+        est.coef_ = arrays["coef"]
+        est.intercept_ = arrays["intercept"]
+        est.objective_ = f["objective_"]
+        est.n_iter_ = f["n_iter_"]
+        if params.get("model") == "kernel":
+            if f["kernel_"] is None:
+                raise ValueError("metadata entry 'fitted.kernel_' of the model file is "
+                                 "missing for model='kernel'")
+            est.kernel_ = get_kernel(f["kernel_"]["name"], f["kernel_"]["sigma"])
+            est.X_fit_ = arrays["X_fit"]
+        est._C = est._set(space)
+        V, b, _ = space.affine_decomposition()
+        est._V, est._b = np.asarray(V, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        return est
