@@ -13,6 +13,7 @@ from psdsos.structured.polytopes import project_simplex
 from psdsos.structured.spaces._manifold import _MIN_STEP, _RGDOptions, _warn_not_converged
 from psdsos.structured.spaces.sphere import (
     SphereSpace,
+    _next_step,
     best_start,
     normalized_weights,
     sphere_angles,
@@ -272,8 +273,8 @@ class FisherSimplexSpace(_RGDOptions, OutputSpace):
             Fc, Gc, _ = sphere_eval(zc, W[a], Z)
             ok = good & (Fc <= F[a] + 1e-13 * np.maximum(1.0, np.abs(F[a])))
             acc = a[ok]
+            eta[acc] = _next_step(zc[ok] - z[acc], Gc[ok] - G[acc], eta[acc])
             z[acc], F[acc], G[acc] = zc[ok], Fc[ok], Gc[ok]
-            eta[acc] = np.minimum(2.0 * eta[acc], 0.5)
             eta[a[~ok]] *= 0.5
             n_iter[a] += 1
             gnorm[acc] = cone_projection_norm(z[acc], 2.0 * G[acc], c)

@@ -303,8 +303,8 @@ class SphereSpace(_RGDOptions, OutputSpace):
             Fc, Gc, sc = sphere_eval(yc, W[c], Z)
             ok = Fc <= F[c] + 1e-13 * np.maximum(1.0, np.abs(F[c]))
             acc = c[ok]
+            eta[acc] = _next_step(yc[ok] - y[acc], Gc[ok] - G[acc], eta[acc])
             y[acc], F[acc], G[acc], slack[acc] = yc[ok], Fc[ok], Gc[ok], sc[ok]
-            eta[acc] = np.minimum(2.0 * eta[acc], 0.5)
             eta[c[~ok]] *= 0.5
             n_iter[c] += 1
             gnorm[c] = descent_measure(G[c], slack[c])
@@ -335,3 +335,17 @@ def _escape(y, G, slack):
     e -= np.sum(e * ys, axis=1)[:, None] * ys
     G[stuck] = e / np.linalg.norm(e, axis=1, keepdims=True) * (-slack[stuck, None] / 2)
     return G
+
+
+def _next_step(s, dG, eta):
+    r"""Step after an accepted one: the Barzilai-Borwein step :math:`\|s\|^2 / \langle s,
+    \Delta \operatorname{grad} F\rangle` (:math:`\operatorname{grad} F = -2G`) where the
+    curvature along s is positive, else twice the last step; within [1e-6, 1e6].  With
+    normalized weights the curvature scale is about :math:`2\sum_i w_i`, which may be far
+    below 2 (weights of nearly cancelling signs): a fixed step would crawl."""
+    ss = np.sum(s * s, axis=1)
+    sy = -2.0 * np.sum(s * dG, axis=1)
+    out = 2.0 * eta
+    pos = sy > 1e-300
+    out[pos] = ss[pos] / sy[pos]
+    return np.clip(out, 1e-6, 1e6)
