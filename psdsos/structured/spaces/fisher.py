@@ -229,10 +229,10 @@ class FisherSimplexSpace(_RGDOptions, OutputSpace):
     # -- the solver ------------------------------------------------------------------------
     def _starts(self, W):
         Z = self.sphere_.Y_train_
-        T, k = len(W), Z.shape[1]
+        k = Z.shape[1]
         c = np.sqrt(self.delta_)
         Ft, _ = training_objectives(W, Z)
-        best_train = project_orthant_cap(Z[best_start(Ft, None)], c)
+        best_train = project_orthant_cap(Z[best_start(Ft)], c)
         starts = [_cap_or(np.maximum(W, 0.0) @ Z, best_train, c), best_train]
         if np.any(W < 0):
             starts.append(_cap_or(W @ Z, best_train, c))
@@ -241,7 +241,6 @@ class FisherSimplexSpace(_RGDOptions, OutputSpace):
             _, th, _ = sphere_angles(V, Z)
             Fv = W @ (th * th).T  # (T, k)
             starts.append(V[np.argmin(Fv, axis=1)])
-        del T
         return np.stack(starts)
 
     def _solve(self, W):
@@ -249,7 +248,7 @@ class FisherSimplexSpace(_RGDOptions, OutputSpace):
         S, T = Y0.shape[:2]
         z, F, gnorm, n_iter = self._pgd(np.tile(W, (S, 1)), Y0.reshape(S * T, -1))
         F, gnorm, n_iter = F.reshape(S, T), gnorm.reshape(S, T), n_iter.reshape(S, T)
-        pick = best_start(F.T, None)
+        pick = best_start(F.T)
         r = np.arange(T)
         return z.reshape(S, T, -1)[pick, r], gnorm[pick, r], n_iter[pick, r]
 

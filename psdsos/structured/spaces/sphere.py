@@ -23,8 +23,12 @@ __all__ = ["SphereSpace"]
 #: (cut locus) of arccos^2(<., z_i>) itself, see SphereSpace.
 _KINK_TOL = 1e-12
 #: inner products above this in absolute value get their angle from ||y -+ z|| (accurate
-#: near 0 and pi, where arccos of the rounded inner product loses half the digits)
-_NEAR = 0.9
+#: near 0 and pi, where arccos of the rounded inner product loses half the digits; below
+#: it the error of arccos is at most about 1e-16 / sin(theta) < 1e-14)
+_NEAR = 1.0 - 1e-4
+#: longest step (radians): the Barzilai-Borwein steps may be long, but a run should not
+#: leap over the basin of its start (with negative weights F has many local minima)
+_MAX_ANGLE = 0.1
 
 
 def normalized_weights(alpha, policy="signed"):
@@ -98,7 +102,7 @@ def training_objectives(W, Z, antipodes=False):
     return Ft, Fa
 
 
-def best_start(F_cand, F_best, tie=1e-12):
+def best_start(F_cand, tie=1e-12):
     """Row-wise index of the smallest candidate value, the first one on (rounding) ties."""
     lo = F_cand.min(axis=1, keepdims=True)
     return np.argmax(F_cand <= lo + tie * np.maximum(1.0, np.abs(lo)), axis=1)
@@ -259,29 +263,24 @@ class SphereSpace(_RGDOptions, OutputSpace):
         """Start points, shape (S, T, k), S = 2 (or 4 if some weight is negative)."""
         Z = self.Y_train_
         Ft, Fa = training_objectives(W, Z, antipodes=bool(np.any(W < 0)))
-        j = best_start(Ft, None)
+        j = best_start(Ft)
         best_train = Z[j]
         starts = [_normalize_or(np.maximum(W, 0.0) @ Z, best_train), best_train]
         if Fa is not None:
             starts.append(_normalize_or(W @ Z, best_train))
-            starts.append(-Z[best_start(Fa, None)])
+            starts.append(-Z[best_start(Fa)])
         return np.stack(starts)
 
     def _solve(self, W):
-        Z = self.Y_train_
         Y0 = self._starts(W)
         S, T = Y0.shape[:2]
         WW = np.tile(W, (S, 1))
         y, F, gnorm, n_iter = self._rgd(WW, Y0.reshape(S * T, -1))
-        if np.any(W < 0):  # the exact cone point nearest to each end point
-            ip = np.where(WW < 0, y @ Z.T, np.inf)
-            cand = -Z[np.argmin(ip, axis=1)]
-            Fc, Gc, sc = sphere_eval(cand, WW, Z)
-            acc = Fc <= F
-            y[acc], F[acc] = cand[acc], Fc[acc]
-            gnorm[acc] = descent_measure(Gc[acc], sc[acc])
+        acc, Fc, Gc, sc, cand = self._try_cone_points(np.arange(S * T), y, F, WW)
+        y[acc], F[acc] = cand, Fc
+        gnorm[acc] = descent_measure(Gc, sc)
         F, gnorm, n_iter = F.reshape(S, T), gnorm.reshape(S, T), n_iter.reshape(S, T)
-        pick = best_start(F.T, None)
+        pick = best_start(F.T)
         r = np.arange(T)
         return y.reshape(S, T, -1)[pick, r], F[pick, r], gnorm[pick, r], n_iter[pick, r]
 
@@ -298,7 +297,10 @@ class SphereSpace(_RGDOptions, OutputSpace):
             c = np.flatnonzero((gnorm > tol) & (eta > _MIN_STEP))
             if not c.size:
                 break
-            yc = y[c] + 2.0 * eta[c, None] * _escape(y[c], G[c], slack[c])
+            D = _escape(y[c], G[c], slack[c])
+            eta[c] = np.minimum(eta[c], _MAX_ANGLE / np.maximum(2.0 * np.linalg.norm(D, axis=1),
+                                                                1e-300))
+            yc = y[c] + 2.0 * eta[c, None] * D
             yc /= np.linalg.norm(yc, axis=1, keepdims=True)
             Fc, Gc, sc = sphere_eval(yc, W[c], Z)
             ok = Fc <= F[c] + 1e-13 * np.maximum(1.0, np.abs(F[c]))
@@ -307,8 +309,25 @@ class SphereSpace(_RGDOptions, OutputSpace):
             y[acc], F[acc], G[acc], slack[acc] = yc[ok], Fc[ok], Gc[ok], sc[ok]
             eta[c[~ok]] *= 0.5
             n_iter[c] += 1
+            # a rejected step is where runs oscillate about a convex cone point: try it
+            rej, Fr, Gr, sr, cand = self._try_cone_points(c[~ok], y, F, W)
+            y[rej], F[rej], G[rej], slack[rej] = cand, Fr, Gr, sr
             gnorm[c] = descent_measure(G[c], slack[c])
         return y, F, gnorm, n_iter
+
+    def _try_cone_points(self, rows, y, F, W):
+        """For the given rows: the exact antipode -z_i of the negative-weight output nearest
+        to the antipode of y, where F is not higher there (rows, F, G, slack, points)."""
+        Z = self.Y_train_
+        rows = rows[np.any(W[rows] < 0, axis=1)]
+        if not rows.size:
+            e = np.zeros(0, dtype=int)
+            return e, np.zeros(0), np.zeros((0, Z.shape[1])), np.zeros(0), y[e]
+        ip = np.where(W[rows] < 0, y[rows] @ Z.T, np.inf)
+        cand = -Z[np.argmin(ip, axis=1)]
+        Fc, Gc, sc = sphere_eval(cand, W[rows], Z)
+        ok = Fc <= F[rows]
+        return rows[ok], Fc[ok], Gc[ok], sc[ok], cand[ok]
 
     def to_config(self):
         return {"weights": self.weights, "max_iter": int(self.max_iter), "tol": float(self.tol)}
