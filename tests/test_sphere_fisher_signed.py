@@ -478,3 +478,20 @@ def test_sphere_weights_options(rng):
     np.testing.assert_allclose(sp.decode(1e-7 * a), sp.decode(a), rtol=0, atol=1e-7)
     # alpha = 0: every point is a minimizer; the Frechet mean of the outputs is returned
     np.testing.assert_allclose(sp.decode(np.zeros(6)), sp.decode(np.ones(6)), atol=1e-15)
+
+
+def test_zero_dimensional_sphere_and_two_bin_histograms():
+    """S^0 = {-1, 1} has no tangent space: the decode is the better of the two points; the
+    two-bin simplex is a quarter circle, decoded like any other."""
+    sp = SphereSpace().fit([[1.0], [-1.0], [1.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        P = sp.decode([[1.0, 0.5, 0.0], [0.2, 1.0, -0.5], [0.0, 0.0, 0.0]])
+    np.testing.assert_array_equal(P, [[1.0], [-1.0], [1.0]])
+    assert np.all(sp.grad_norm_ == 0)
+    fs = FisherSimplexSpace().fit([[1.0, 0.0], [0.0, 1.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        P = fs.decode([[1.0, -3.0], [0.0, 0.0]])
+    in_fisher_space(P, fs)
+    np.testing.assert_allclose(P, [[1 - fs.delta_, fs.delta_], [0.5, 0.5]], rtol=0, atol=1e-12)

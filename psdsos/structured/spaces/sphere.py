@@ -272,6 +272,13 @@ class SphereSpace(_RGDOptions, OutputSpace):
         return np.stack(starts)
 
     def _solve(self, W):
+        if self.Y_train_.shape[1] == 1:  # S^0 = {-1, 1}: no tangent space, compare F
+            pts = np.array([[1.0], [-1.0]])
+            F2 = np.stack([sphere_eval(np.tile(p, (len(W), 1)), W, self.Y_train_)[0]
+                           for p in pts], axis=1)
+            j = best_start(F2)
+            zero = np.zeros(len(W))
+            return pts[j], F2[np.arange(len(W)), j], zero, zero.astype(int)
         Y0 = self._starts(W)
         S, T = Y0.shape[:2]
         WW = np.tile(W, (S, 1))
@@ -352,7 +359,8 @@ def _escape(y, G, slack):
     e = np.zeros_like(ys)
     e[np.arange(len(ys)), np.argmin(np.abs(ys), axis=1)] = 1.0
     e -= np.sum(e * ys, axis=1)[:, None] * ys
-    G[stuck] = e / np.linalg.norm(e, axis=1, keepdims=True) * (-slack[stuck, None] / 2)
+    ne = np.linalg.norm(e, axis=1, keepdims=True)
+    G[stuck] = e / np.where(ne > 0, ne, 1.0) * (-slack[stuck, None] / 2)
     return G
 
 
