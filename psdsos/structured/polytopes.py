@@ -41,7 +41,7 @@ import warnings
 
 import cvxpy as cp
 import numpy as np
-from scipy.optimize import linear_sum_assignment
+from scipy.optimize import isotonic_regression, linear_sum_assignment
 from sklearn.exceptions import ConvergenceWarning
 
 from psdsos.solvers import SolverStatusError
@@ -498,12 +498,11 @@ class OrderSimplex(Polytope):
         return ok
 
     def project_euclidean(self, theta):
-        from sklearn.isotonic import isotonic_regression
-
+        # antitonic regression, then the clip to [0, 1]: with constant bounds the bounded
+        # isotonic regression is the clipped unbounded one
         t, single = _batch(theta, self.shape, "theta")
-        out = np.stack([isotonic_regression(row, y_min=0.0, y_max=1.0, increasing=False)
-                        for row in t])
-        return _unbatch(out, single)
+        out = np.stack([isotonic_regression(row, increasing=False).x for row in t])
+        return _unbatch(np.clip(out, 0.0, 1.0), single)
 
     def project_kl(self, theta):
         r""":math:`\min(1, \exp(\mathrm{antitonic}(\theta - 1)))`
