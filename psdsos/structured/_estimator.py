@@ -60,8 +60,10 @@ _COMMON_CONSTRAINTS = {
 }
 
 
-class _KernelWeights(BaseEstimator):
-    """Shared machinery: the ridge weights alpha(x) of eq. 3 (exact or Nystrom)."""
+class _LabelOutputTags:
+    """Estimators whose ``output`` may be class labels (multiclass, ordinal): scikit-learn
+    classifiers for those outputs (stratified folds with cv=int, accuracy as the default
+    scorer of "multiclass"), regressors of structured outputs otherwise."""
 
     def _label_output(self):
         """True when the output space is a space of class labels (multiclass, ordinal)."""
@@ -70,6 +72,18 @@ class _KernelWeights(BaseEstimator):
             return isinstance(out, _LabelSpace)
         cls = output_spaces().get(out.lower()) if isinstance(out, str) else None
         return cls is not None and issubclass(cls, _LabelSpace)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        if self._label_output():
+            tags.estimator_type = "classifier"
+            tags.classifier_tags = ClassifierTags()
+        return tags
+
+
+class _KernelWeights(_LabelOutputTags, BaseEstimator):
+    """Shared machinery: the ridge weights alpha(x) of eq. 3 (exact or Nystrom)."""
 
     def _fit_weights(self, X, y):
         validate_params(self)
@@ -190,16 +204,6 @@ class _KernelWeights(BaseEstimator):
         if hasattr(space, "score"):
             return float(space.score(Yc.reshape(P.shape), P))
         return -float(np.mean(space.loss(Yc.reshape(P.shape), P)))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        if self._label_output():
-            # class labels: a classifier for scikit-learn (stratified folds with cv=int,
-            # accuracy as the default scorer of "multiclass")
-            tags.estimator_type = "classifier"
-            tags.classifier_tags = ClassifierTags()
-        return tags
 
     # ---- persistence -----------------------------------------------------------------
     def save(self, path):

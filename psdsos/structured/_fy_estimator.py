@@ -26,7 +26,6 @@ import numpy as np
 from scipy.optimize import minimize
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
-from sklearn.utils import ClassifierTags
 from sklearn.utils.validation import check_is_fitted
 
 from psdsos._validation import validate_data
@@ -42,6 +41,7 @@ from psdsos.estimators._base import (
     validate_params,
 )
 from psdsos.kernels import get_kernel
+from psdsos.structured._estimator import _LabelOutputTags
 from psdsos.structured._fenchel_young import fenchel_young_loss
 from psdsos.structured._projections import project_birkhoff
 from psdsos.structured.polytopes import Birkhoff, RowSimplex, UnitCube
@@ -129,7 +129,7 @@ class _WarmBirkhoff(_Flat):
 
 
 @register_loadable
-class FenchelYoungEstimator(BaseEstimator):
+class FenchelYoungEstimator(_LabelOutputTags, BaseEstimator):
     r"""Projection-oracle structured prediction (Blondel 2019, eq. 6 and 11).
 
     Parameters
@@ -228,20 +228,6 @@ class FenchelYoungEstimator(BaseEstimator):
         if self.model == "linear":
             return X
         return self.kernel_(X, self.X_fit_)
-
-    def _label_output(self):
-        out = self.output
-        name = out.lower() if isinstance(out, str) else getattr(out, "name", None)
-        return name in ("multiclass", "ordinal")
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        if self._label_output():
-            # class labels: a classifier for scikit-learn (stratified folds with cv=int)
-            tags.estimator_type = "classifier"
-            tags.classifier_tags = ClassifierTags()
-        return tags
 
     # ---- fit / predict --------------------------------------------------------------------
     def fit(self, X, y):
