@@ -31,6 +31,36 @@ _MIN_STEP = 1e-14
 _MAX_STEP = 1e6
 
 
+#: Largest spread of log-eigenvalues of a decode: condition number 1 / SPD_TOL (with a
+#: margin of 1e-3 for the rounding of exp and eigh), what ``check_spd`` accepts.
+LOG_COND = float(np.log(1.0 / SPD_TOL)) - 1e-3
+
+
+def clip_window(mu, width=LOG_COND):
+    r"""The values ``mu`` clipped to the window [c, c + width] that minimizes
+    :math:`\phi(c) = \sum_j (\mu_j - \operatorname{clip}(\mu_j, c, c + w))^2` (the Euclidean
+    projection of ``mu`` onto the vectors of spread at most ``width``: the union over c of
+    the boxes :math:`[c, c + w]^d`).  :math:`\phi` is convex and quadratic between the
+    breakpoints :math:`\mu_j` and :math:`\mu_j - w`; on each piece its stationary point is
+    the mean of :math:`\mu_j` (below the window) and :math:`\mu_j - w` (above), clipped to
+    the piece: the best of these is exact."""
+    mu = np.asarray(mu, dtype=np.float64)
+    if mu.max() - mu.min() <= width:
+        return mu.copy()
+    br = np.unique(np.concatenate([mu, mu - width]))
+    best, best_c = np.inf, mu.min()
+    for lo, hi in zip(br[:-1], br[1:], strict=True):
+        mid = 0.5 * (lo + hi)
+        below, above = mu < mid, mu > mid + width
+        cnt = below.sum() + above.sum()
+        c = (mu[below].sum() + (mu[above] - width).sum()) / cnt if cnt else mid
+        c = min(max(c, lo), hi)
+        ph = float(np.sum((mu - np.clip(mu, c, c + width)) ** 2))
+        if ph < best:
+            best, best_c = ph, c
+    return np.clip(mu, best_c, best_c + width)
+
+
 def lapack_eval(A, w, R):
     r"""F, G and the bounds on the errors of :math:`\|G\|_F` and F at the frame R (one test
     point).
@@ -98,11 +128,11 @@ def in_space(Y):
 
 
 def _frame_ok(R):
-    """The point of the frame R is in the space (singular values of R within 1e6 of each
-    other, the condition number of Y = R^{-1} R^{-T} below 1 / SPD_TOL)."""
+    """The point of the frame R is in the space with a margin: condition number of
+    Y = R^{-1} R^{-T} (the squared singular-value ratio of R) at most exp(LOG_COND)."""
     sv = np.linalg.svd(R, compute_uv=False)
-    return bool(np.all(np.isfinite(sv)) and sv.min() > 0 and (sv.min() / sv.max()) ** 2
-                > 4.0 * SPD_TOL)
+    return bool(np.all(np.isfinite(sv)) and sv.min() > 0
+                and 2.0 * (np.log(sv.max()) - np.log(sv.min())) <= LOG_COND)
 
 
 def rgd(A, w, R, tol, max_iter, memory=10):
@@ -121,10 +151,10 @@ def rgd(A, w, R, tol, max_iter, memory=10):
     condition :math:`F(t) \le F + 10^{-4}\, t \langle g, p\rangle` holds.  Near a minimizer
     of ill-conditioned data the decrease of F falls below its rounding, so a trial point is
     also accepted when F has not increased beyond its error bound and the gradient norm has
-    decreased.  A trial point outside the space (condition number above 1 / SPD_TOL, or
-    eigenvalues lost to rounding) is rejected, so the iterates stay in the space.  Stops
-    when certified (``gn + 2 err <= tol``), at the rounding floor (``gn <= 2 err``), when
-    no step is accepted, or after ``max_iter`` evaluations.
+    decreased.  A trial point outside the space (condition number above exp(LOG_COND) <
+    1 / SPD_TOL, or eigenvalues lost to rounding) is rejected, so the iterates stay in the
+    space.  Stops when certified (``gn + 2 err <= tol``), at the rounding floor
+    (``gn <= 2 err``), when no step is accepted, or after ``max_iter`` evaluations.
 
     Returns (R, evaluations, gradient norm, its error bound, F).
     """

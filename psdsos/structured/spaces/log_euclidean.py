@@ -6,35 +6,18 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 from sklearn.exceptions import ConvergenceWarning
 
 from psdsos.geometry import check_spd, log_euclidean_distance, logm_spd
-from psdsos.geometry._checks import SPD_TOL
 from psdsos.geometry._matfun import spectral
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import check_policy, policy_weights, warn_no_minimizer
 from psdsos.structured.spaces._manifold import _check_spd_stack
+from psdsos.structured.spaces._spd_robust import LOG_COND as _LOG_COND
+from psdsos.structured.spaces._spd_robust import clip_window as _clip_window
 from psdsos.structured.spaces.spd import SPDSpace
 
 __all__ = ["LogEuclideanSPDSpace"]
-
-#: Largest spread of log-eigenvalues of a decode: condition number 1 / SPD_TOL (with a
-#: margin of 1e-3 for the rounding of exp and eigh), what ``check_spd`` accepts.
-_LOG_COND = float(np.log(1.0 / SPD_TOL)) - 1e-3
-
-
-def _clip_window(mu, width):
-    """The eigenvalues ``mu`` (sorted) clipped to the window [c, c + width] minimizing
-    sum_j (mu_j - clip(mu_j))^2 (convex, piecewise quadratic in c)."""
-    def phi(c):
-        return float(np.sum((mu - np.clip(mu, c, c + width)) ** 2))
-
-    lo, hi = mu[0], mu[-1] - width
-    c = minimize_scalar(phi, bounds=(lo, hi), method="bounded",
-                        options={"xatol": 1e-12 * max(1.0, abs(lo), abs(hi))}).x
-    return np.clip(mu, c, c + width)
-
 
 class LogEuclideanSPDSpace(OutputSpace):
     r"""SPD matrices with the squared log-Euclidean distance; closed-form decoding.

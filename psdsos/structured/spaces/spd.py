@@ -29,7 +29,7 @@ __all__ = ["SPDSpace"]
 #: problems are dominated by per-call overhead, large ones by the arithmetic.
 _SPD_BATCH = 2**15
 #: A decode not certified whose condition number is above this stopped at the edge of the
-#: space (the robust path keeps condition numbers below 1 / (4 SPD_TOL) = 2.5e11).
+#: space (the robust path keeps condition numbers below 1e12).
 _EDGE_COND = 1e11
 
 
@@ -232,18 +232,20 @@ class SPDSpace(_RGDOptions, OutputSpace):
     def _robust(self, w, Y_fast, tol, max_iter):
         r"""The robust path for one test point (:mod:`._spd_robust`): Riemannian gradient
         descent with Armijo backtracking in the whitened frame, from the best point so far
-        (the fast path's decode if it is in the space, the log-Euclidean mean, or, if
-        neither is, the log-Euclidean mean of the positive part -- always in the space), for
-        ``20 * max_iter`` evaluations (F only decreases from the start).
+        (the fast path's decode if it is in the space, or the log-Euclidean mean -- capped
+        at condition number 1e12 as in :class:`LogEuclideanSPDSpace` -- if lower; if neither
+        is usable, the log-Euclidean mean of the positive part), for
+        ``20 * max_iter`` evaluations (F decreases from the start, up to its rounding).
 
         Returns (Y, evaluations, gradient norm, error bound, LAPACK eigendecompositions).
         """
         idx = np.flatnonzero(w)
         A, wi = self.Y_train_[idx], w[idx]
         Lbar = np.einsum("m,mij->ij", wi, self.logs_[idx])
+        mu, V = np.linalg.eigh(0.5 * (Lbar + Lbar.T))
         wp = np.maximum(w, 0.0)
         Lpos = np.einsum("m,mij->ij", wp / wp.sum(), self.logs_)
-        cands = [Y_fast, expm_sym(Lbar), expm_sym(Lpos)]
+        cands = [Y_fast, spectral(np.exp(_spd_robust.clip_window(mu)), V), expm_sym(Lpos)]
         best, n_eval = None, 0
         for Y in cands:
             R = _spd_robust.frame_of(Y)
