@@ -54,6 +54,11 @@ class LogEuclideanSPDSpace(OutputSpace):
     Parameters
     ----------
     weights : {"signed", "positive"}, default="signed"
+
+    Attributes (after ``decode``)
+    -----------------------------
+    signed_ : ndarray of bool, shape (n_test,)
+        True where the signed weights were decoded (eq. 2).
     """
 
     name = "spd_logeuclidean"

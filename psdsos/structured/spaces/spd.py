@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from psdsos.geometry import affine_invariant_distance, check_spd, expm_sym, logm_spd
+from psdsos.geometry._checks import SPD_TOL
 from psdsos.geometry._matfun import spectral
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import as_finite, policy_weights, warn_no_minimizer
@@ -81,15 +82,25 @@ class SPDSpace(_RGDOptions, OutputSpace):
     steps continues with the robust method (:meth:`_SPDNewton.robust`: saddle-free Newton,
     LAPACK evaluations, Armijo line search on the upper bound of F) for the rest of its
     ``max_iter`` budget.  The decode is formed from the SVD of the frame, so it is always
-    symmetric positive definite; ConvergenceWarning otherwise (naming ``tol`` alone when the
-    gradient norm is within its rounding bound: the certifiable floor in float64).
+    symmetric positive definite.  A point still not certified (or whose decode is not a
+    point of the space, condition number above 1e12, or where LAPACK failed) goes to the
+    robust path (:meth:`_robust`, :func:`._spd_robust.rgd`: Riemannian gradient descent with
+    Armijo backtracking, L-BFGS-preconditioned, every evaluation by LAPACK in a re-whitened
+    frame, iterates kept in the space) for up to ``20 * max_iter`` more evaluations.
+    ConvergenceWarning otherwise (naming ``tol`` alone when the gradient norm is within its
+    rounding bound: the certifiable floor in float64; saying so when the iterate stopped at
+    condition number 1e12, a minimizer beyond what float64 holds).
 
-    Negative-weight policy: ``weights="signed"`` keeps signed weights normalized to sum one
-    when :math:`\sum\alpha > 0` and :math:`\|\alpha\|_1 \le 4\sum\alpha`; the SPD manifold is a
-    Hadamard manifold, so F is then coercive and bounded below (a minimizer exists, RGD
-    returns a stationary point; F may be non-convex).  Otherwise the positive part is used
-    (a weighted Karcher mean, geodesically convex), and uniform weights if no weight is
-    positive.  ``weights="positive"`` always uses the positive part.
+    Negative-weight policy (:func:`~psdsos.structured.policy_weights`; docs, "Signed
+    weights"): the SPD manifold with this metric is a Hadamard manifold, so with
+    :math:`s = \sum_i\alpha_i > 0` F is coercive whatever :math:`\|\alpha\|_1`
+    (:math:`F(Y) \ge s\, d^2(Y, Y_0) - C d(Y, Y_0) - C'` by the triangle inequality) and has a
+    minimizer: ``weights="signed"`` decodes the signed weights normalized to sum one there
+    (eq. 2 exactly; F may be non-convex and the decoder returns a certified stationary
+    point).  Where :math:`\sum\alpha \le 0` eq. 2 has no minimizer in general: the positive
+    part is used (a weighted Karcher mean, geodesically convex; uniform weights if no weight
+    is positive) with a :class:`~psdsos.structured.NoMinimizerWarning`.
+    ``weights="positive"`` always uses the positive part.
 
     Parameters
     ----------
@@ -108,6 +119,9 @@ class SPDSpace(_RGDOptions, OutputSpace):
         of the tracked logarithms, and that sum is at most ``tol``.
     n_eigh_ : int
         LAPACK eigendecompositions of d x d matrices used (all test points).
+    signed_ : ndarray of bool, shape (n_test,)
+        True where the signed weights were decoded (eq. 2), False where the positive part
+        was used.
     """
 
     name = "spd"
@@ -227,7 +241,16 @@ class SPDSpace(_RGDOptions, OutputSpace):
 
     @staticmethod
     def _not_in_space(Y):
-        return np.array([not _spd_robust.in_space(y) for y in Y], dtype=bool)
+        """Per matrix: not finite, or not accepted by ``check_spd`` (batched eigvalsh)."""
+        bad = ~np.all(np.isfinite(Y), axis=(1, 2))
+        ok = np.flatnonzero(~bad)
+        if ok.size:
+            try:
+                s = np.linalg.eigvalsh(Y[ok])
+                bad[ok] = ~(s[:, 0] > SPD_TOL * np.abs(s).max(axis=1))
+            except np.linalg.LinAlgError:
+                bad[ok] = [not _spd_robust.in_space(y) for y in Y[ok]]
+        return bad
 
     def _robust(self, w, Y_fast, tol, max_iter):
         r"""The robust path for one test point (:mod:`._spd_robust`): Riemannian gradient
