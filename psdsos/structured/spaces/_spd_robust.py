@@ -130,6 +130,8 @@ def in_space(Y):
 def _frame_ok(R):
     """The point of the frame R is in the space with a margin: condition number of
     Y = R^{-1} R^{-T} (the squared singular-value ratio of R) at most exp(LOG_COND)."""
+    if not np.all(np.isfinite(R)):
+        return False
     sv = np.linalg.svd(R, compute_uv=False)
     return bool(np.all(np.isfinite(sv)) and sv.min() > 0
                 and 2.0 * (np.log(sv.max()) - np.log(sv.min())) <= LOG_COND)
@@ -174,7 +176,8 @@ def rgd(A, w, R, tol, max_iter, memory=10):
         t = 1.0 if pairs else min(1.0, 1.0 / max(gn, 1e-300))  # first RGD step: ||t p|| <= 1
         accepted = False
         while it < max_iter and t >= _MIN_STEP:
-            Rn = ((UP * np.exp(-0.5 * t * lamP)) @ UP.T) @ R
+            with np.errstate(over="ignore", invalid="ignore"):  # checked by _frame_ok
+                Rn = ((UP * np.exp(-0.5 * t * lamP)) @ UP.T) @ R
             it += 1
             if _frame_ok(Rn):
                 Fn, Gn, (errn, errFn), okn = lapack_eval(A, w, Rn)

@@ -208,9 +208,8 @@ class SPDSpace(_RGDOptions, OutputSpace):
         for c in _chunks(np.arange(len(W)), self.Y_train_[0].size * len(self.Y_train_),
                          _SPD_BATCH):
             try:
-                with np.errstate(all="ignore"):
-                    out[c], n_iter[c], gnorm[c], err[c] = solver.solve(W[c], tol, max_iter)
-            except (np.linalg.LinAlgError, FloatingPointError, ValueError):
+                out[c], n_iter[c], gnorm[c], err[c] = solver.solve(W[c], tol, max_iter)
+            except (np.linalg.LinAlgError, FloatingPointError):
                 # LAPACK failed inside the fast path (e.g. "Eigenvalues did not converge"
                 # on a frame far from the data): these points are not certified
                 failed[c], out[c], n_iter[c], gnorm[c], err[c] = True, np.nan, 0, np.inf, 0.0
