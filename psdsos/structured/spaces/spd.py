@@ -279,6 +279,8 @@ class SPDSpace(_RGDOptions, OutputSpace):
                 best = (R, F)
             if best is not None and Y is cands[1]:
                 break  # the positive-part mean only when neither other point is usable
+        if best is None:  # no usable start (not expected): the identity, in the space
+            best = (np.eye(A.shape[1]), None)
         R, k, gn, err, _ = _spd_robust.rgd(A, wi, best[0], tol, 20 * max_iter)
         return _spd_robust.point_of(R), k, gn, err, (n_eval + k) * len(idx)
 
