@@ -129,9 +129,8 @@ def assert_decode_ok(Ys, a, Y, warned, tol=TOL):
     floor = 10 * np.abs(w).sum() * np.finfo(float).eps * cond
     assert gn <= tol + floor or warned
     F = ref_eval(Ys, w, Y)[0]
-    _, Ff, gf = ref_flow(Ys, w, ref_le_mean(Ys, w))
-    # a stationary point of the flow within its own gradient norm (F is smooth near it)
-    assert F <= Ff + 1e-9 * max(1.0, abs(Ff)) + gf
+    _, Ff, _ = ref_flow(Ys, w, ref_le_mean(Ys, w))
+    assert F <= Ff + 1e-9 * max(1.0, abs(Ff))  # the flow's F only decreases: no slack
     return F, Ff
 
 
