@@ -89,6 +89,8 @@ Usage::
                                                       # 5-20 min/trial at m >= 20)
     python examples/pd_inverse_experiment.py --paper --dims 5 10 --trials 3 --jsonl runs.jsonl
     python examples/pd_inverse_experiment.py --table-from runs.jsonl more.jsonl
+    python examples/pd_inverse_experiment.py --flow-check   # signed-weight decodes vs a
+                                                            # plain gradient flow, m = 5
 """
 
 from __future__ import annotations
