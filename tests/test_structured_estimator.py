@@ -170,9 +170,13 @@ def test_output_object_not_modified_and_options_forwarded(rng):
     assert est.output_space_.tol == 1e-11 and est.output_space_.max_iter == 500
     est.predict(X[:5])
     assert np.all(est.output_space_.grad_norm_ <= 1e-11)
-    with pytest.warns(ConvergenceWarning, match="max_iter"):
-        SELFEstimator(sigma=0.4, output="spd", max_iter=1, tol=1e-14).fit(
-            *spd_data(rng)).predict(X[:3])
+    # SPD: one Newton step, then the robust path (at most 20 * max_iter evaluations)
+    spd = SELFEstimator(sigma=0.4, output="spd", max_iter=1, tol=1e-14).fit(*spd_data(rng))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        spd.predict(X[:3])
+    assert spd.output_space_.max_iter == 1 and spd.output_space_.tol == 1e-14
+    assert np.all(spd.output_space_.n_iter_ <= 21)
 
 
 # ---------------------------------------------------------------------------------------

@@ -68,22 +68,26 @@ def ai_geodesic(A, B, t):
 # ---------------------------------------------------------------------------------------
 def test_policy_weights_cases():
     a = np.array([
-        [0.5, 0.3, -0.1],      # signed: sum > 0, ||a||_1 <= 4 sum
-        [0.2, 0.2, -0.35],     # sum = 0.05 > 0 but ||a||_1 = 0.75 > 4 * 0.05: positive part
+        [0.5, 0.3, -0.1],      # signed: sum > 0
+        [0.2, 0.2, -0.35],     # sum = 0.05 > 0, ||a||_1 = 15 sum: signed (eq. 2 has a minimizer)
         [0.1, -0.3, 0.05],     # sum < 0: positive part
         [-0.1, -0.2, 0.0],     # no positive weight: uniform
     ])
     w, signed = policy_weights(a)
     np.testing.assert_allclose(w.sum(axis=1), 1.0)
-    assert signed.tolist() == [True, False, False, False]
+    assert signed.tolist() == [True, True, False, False]
     np.testing.assert_allclose(w[0], a[0] / a[0].sum())
-    np.testing.assert_allclose(w[1], [0.5, 0.5, 0.0])
+    np.testing.assert_allclose(w[1], a[1] / 0.05)
     np.testing.assert_allclose(w[2], [2 / 3, 0.0, 1 / 3])
     np.testing.assert_allclose(w[3], [1 / 3] * 3)
     wp, sp = policy_weights(a, "positive")
     assert not sp.any()
     np.testing.assert_allclose(wp[0], [0.625, 0.375, 0.0])
+    # the older rule, ||a||_1 <= 4 sum(a), on request
     assert SIGNED_L1_BOUND == 4.0
+    wb, sb = policy_weights(a, l1_bound=SIGNED_L1_BOUND)
+    assert sb.tolist() == [True, False, False, False]
+    np.testing.assert_allclose(wb[1], [0.5, 0.5, 0.0])
 
 
 # ---------------------------------------------------------------------------------------
@@ -947,7 +951,10 @@ def _fuzz_spd_case(seed):
     Y = np.array([a @ a.T + 1e-2 * np.eye(d) for a in A])
     W = rng.normal(size=(int(rng.integers(1, 6)), n))
     W[rng.uniform(size=W.shape) < 0.4] = 0
-    return Y, W
+    # the rows as the signed policy decoded them before it accepted every sum(alpha) > 0
+    # (||alpha||_1 <= 4 sum(alpha), else the positive part): these cases exercise the fast
+    # path on ill-conditioned data; far-extrapolating rows are tested in test_signed_weights
+    return Y, policy_weights(W, l1_bound=SIGNED_L1_BOUND)[0]
 
 
 # 17 (Haswell, Zen) and 445 (Prescott): a huge Newton step on a nonconvex F (signed
@@ -1036,12 +1043,16 @@ def test_spd_rounding_floor_warns_and_names_tol():
 
 def test_spd_slow_nonconvex_case_warns_and_stays_spd():
     """Signed weights (2.15, -1.45, 0.30) extrapolate to a minimizer of condition number
-    ~1e6 along a flat valley of F: max_iter=100 does not suffice; the decoder says so
-    (naming max_iter) and returns the last accepted point, SPD and below the start's F
-    (before, such points could end at frames whose eigenvalues were lost to rounding)."""
+    ~1e6 along a flat valley of F: 100 Newton steps do not suffice; the robust path (L-BFGS
+    preconditioned RGD) continues to the rounding floor of float64 there, the decoder says
+    so (naming tol) and returns the last accepted point, SPD and below the start's F
+    (before, such points could end at frames whose eigenvalues were lost to rounding);
+    with max_iter=5 it stops earlier and names max_iter."""
     Y, W = _fuzz_spd_case(57)
-    sp = SPDSpace().fit(Y)
     with pytest.warns(ConvergenceWarning, match="increase max_iter"):
+        SPDSpace(max_iter=5).fit(Y).decode(W)
+    sp = SPDSpace().fit(Y)
+    with pytest.warns(ConvergenceWarning, match="rounding of float64.*increase tol"):
         P = sp.decode(W)
     assert np.all(np.isfinite(P)) and np.all(np.linalg.eigvalsh(P)[:, 0] > 0)
     Wn = policy_weights(W, "signed")[0]

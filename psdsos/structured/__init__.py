@@ -28,7 +28,7 @@ Everything listed in ``__all__`` is importable from ``psdsos.structured`` direct
 """
 
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
-from psdsos.structured._common import SIGNED_L1_BOUND, policy_weights
+from psdsos.structured._common import SIGNED_L1_BOUND, NoMinimizerWarning, policy_weights
 from psdsos.structured._estimator import KRLSEstimator, SELFEstimator
 from psdsos.structured._fenchel_young import fenchel_young_loss
 from psdsos.structured._fy_estimator import FenchelYoungEstimator
@@ -66,6 +66,7 @@ __all__ = [
     "OrdinalSpace",
     "CONTINUOUS_SPACES",
     "SIGNED_L1_BOUND",
+    "NoMinimizerWarning",
     "check_alpha",
     "get_output_space",
     "output_spaces",

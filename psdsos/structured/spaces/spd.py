@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from psdsos.geometry import affine_invariant_distance, check_spd, logm_spd
+from psdsos.geometry import affine_invariant_distance, check_spd, expm_sym, logm_spd
+from psdsos.geometry._checks import SPD_TOL
 from psdsos.geometry._matfun import spectral
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
-from psdsos.structured._common import as_finite, policy_weights
+from psdsos.structured._common import as_finite, policy_weights, warn_no_minimizer
+from psdsos.structured.spaces import _spd_robust
 from psdsos.structured.spaces._manifold import (
     _TINY,
     _check_spd_stack,
@@ -27,6 +29,9 @@ __all__ = ["SPDSpace"]
 #: stays below this; a single test point (with its own non-zero weights) above it.  Small
 #: problems are dominated by per-call overhead, large ones by the arithmetic.
 _SPD_BATCH = 2**15
+#: A decode not certified whose condition number is above this stopped at the edge of the
+#: space (the robust path keeps condition numbers below 1e12).
+_EDGE_COND = 1e11
 
 
 class SPDSpace(_RGDOptions, OutputSpace):
@@ -77,15 +82,25 @@ class SPDSpace(_RGDOptions, OutputSpace):
     steps continues with the robust method (:meth:`_SPDNewton.robust`: saddle-free Newton,
     LAPACK evaluations, Armijo line search on the upper bound of F) for the rest of its
     ``max_iter`` budget.  The decode is formed from the SVD of the frame, so it is always
-    symmetric positive definite; ConvergenceWarning otherwise (naming ``tol`` alone when the
-    gradient norm is within its rounding bound: the certifiable floor in float64).
+    symmetric positive definite.  A point still not certified (or whose decode is not a
+    point of the space, condition number above 1e12, or where LAPACK failed) goes to the
+    robust path (:meth:`_robust`, :func:`._spd_robust.rgd`: Riemannian gradient descent with
+    Armijo backtracking, L-BFGS-preconditioned, every evaluation by LAPACK in a re-whitened
+    frame, iterates kept in the space) for up to ``20 * max_iter`` more evaluations.
+    ConvergenceWarning otherwise (naming ``tol`` alone when the gradient norm is within its
+    rounding bound: the certifiable floor in float64; saying so when the iterate stopped at
+    condition number 1e12, a minimizer beyond what float64 holds).
 
-    Negative-weight policy: ``weights="signed"`` keeps signed weights normalized to sum one
-    when :math:`\sum\alpha > 0` and :math:`\|\alpha\|_1 \le 4\sum\alpha`; the SPD manifold is a
-    Hadamard manifold, so F is then coercive and bounded below (a minimizer exists, RGD
-    returns a stationary point; F may be non-convex).  Otherwise the positive part is used
-    (a weighted Karcher mean, geodesically convex), and uniform weights if no weight is
-    positive.  ``weights="positive"`` always uses the positive part.
+    Negative-weight policy (:func:`~psdsos.structured.policy_weights`; docs, "Signed
+    weights"): the SPD manifold with this metric is a Hadamard manifold, so with
+    :math:`s = \sum_i\alpha_i > 0` F is coercive whatever :math:`\|\alpha\|_1`
+    (:math:`F(Y) \ge s\, d^2(Y, Y_0) - C d(Y, Y_0) - C'` by the triangle inequality) and has a
+    minimizer: ``weights="signed"`` decodes the signed weights normalized to sum one there
+    (eq. 2 exactly; F may be non-convex and the decoder returns a certified stationary
+    point).  Where :math:`\sum\alpha \le 0` eq. 2 has no minimizer in general: the positive
+    part is used (a weighted Karcher mean, geodesically convex; uniform weights if no weight
+    is positive) with a :class:`~psdsos.structured.NoMinimizerWarning`.
+    ``weights="positive"`` always uses the positive part.
 
     Parameters
     ----------
@@ -104,6 +119,9 @@ class SPDSpace(_RGDOptions, OutputSpace):
         of the tracked logarithms, and that sum is at most ``tol``.
     n_eigh_ : int
         LAPACK eigendecompositions of d x d matrices used (all test points).
+    signed_ : ndarray of bool, shape (n_test,)
+        True where the signed weights were decoded (eq. 2), False where the positive part
+        was used.
     """
 
     name = "spd"
@@ -174,30 +192,97 @@ class SPDSpace(_RGDOptions, OutputSpace):
         resolve_method(self, method)
         self._check_options()
         A = check_alpha(alpha, len(self.Y_train_))
-        W, _ = policy_weights(A, self.weights)
+        W, self.signed_ = policy_weights(A, self.weights)
+        warn_no_minimizer(self, A, self.signed_)
         return self._newton(W)
 
     def _newton(self, W):
-        """Riemannian Newton (class docstring), test points batched by _SPD_BATCH."""
+        """Riemannian Newton (class docstring), test points batched by _SPD_BATCH; the
+        points it does not certify go to the robust path (:meth:`_robust`)."""
         tol, max_iter = float(self.tol), int(self.max_iter)
         solver = _SPDNewton(self.Y_train_, self.logs_)
         out = np.empty((len(W),) + self.Y_train_.shape[1:])
         n_iter = np.zeros(len(W), dtype=int)
         gnorm, err = np.empty(len(W)), np.empty(len(W))
+        failed = np.zeros(len(W), dtype=bool)
         for c in _chunks(np.arange(len(W)), self.Y_train_[0].size * len(self.Y_train_),
                          _SPD_BATCH):
-            out[c], n_iter[c], gnorm[c], err[c] = solver.solve(W[c], tol, max_iter)
-        self.n_iter_, self.grad_norm_, self.n_eigh_ = n_iter, gnorm, solver.n_eigh
+            try:
+                out[c], n_iter[c], gnorm[c], err[c] = solver.solve(W[c], tol, max_iter)
+            except (np.linalg.LinAlgError, FloatingPointError):
+                # LAPACK failed inside the fast path (e.g. "Eigenvalues did not converge"
+                # on a frame far from the data): these points are not certified
+                failed[c], out[c], n_iter[c], gnorm[c], err[c] = True, np.nan, 0, np.inf, 0.0
+        n_eigh = solver.n_eigh
+        bad = failed | ~(gnorm + 2.0 * err <= tol)
+        for t in np.flatnonzero(bad | self._not_in_space(out)):
+            out[t], k, gnorm[t], err[t], ne = self._robust(W[t], out[t], tol, max_iter)
+            n_iter[t] += k
+            n_eigh += ne
+        self.n_iter_, self.grad_norm_, self.n_eigh_ = n_iter, gnorm, n_eigh
         bad = ~(gnorm + 2.0 * err <= tol)
         floor = float(np.max(2.0 * err[bad], initial=0.0))
         at_floor = bad.any() and bool(np.all(gnorm[bad] <= 2.0 * err[bad]))
+        advice = ("increase max_iter or tol" if not at_floor else
+                  f"the rounding of float64 at the condition numbers of these matrices limits "
+                  f"the certified gradient norm to about {floor:.3g}: increase tol")
+        if bad.any():
+            ev = np.linalg.eigvalsh(out[bad])
+            edge = int(np.sum(ev[:, -1] > _EDGE_COND * ev[:, 0]))
+            if edge:
+                advice += (f"; {edge} of them stopped at the largest condition number the "
+                           f"space holds (1e12): the weights extrapolate far beyond the "
+                           f"training outputs and the minimizer is not representable; "
+                           f"weights='positive' or a larger lam keep decodes within range")
         _warn_not_converged(
-            self, np.where(bad, np.maximum(gnorm, 2.0 * err), gnorm), tol, max_iter,
-            "increase max_iter or tol" if not at_floor else
-            f"the rounding of float64 at the condition numbers of these matrices limits the "
-            f"certified gradient norm to about {floor:.3g}: increase tol",
-        )
+            self, np.where(bad, np.maximum(gnorm, 2.0 * err), gnorm), tol, max_iter, advice)
         return out
+
+    @staticmethod
+    def _not_in_space(Y):
+        """Per matrix: not finite, or not accepted by ``check_spd`` (batched eigvalsh)."""
+        bad = ~np.all(np.isfinite(Y), axis=(1, 2))
+        ok = np.flatnonzero(~bad)
+        if ok.size:
+            try:
+                s = np.linalg.eigvalsh(Y[ok])
+                bad[ok] = ~(s[:, 0] > SPD_TOL * np.abs(s).max(axis=1))
+            except np.linalg.LinAlgError:
+                bad[ok] = [not _spd_robust.in_space(y) for y in Y[ok]]
+        return bad
+
+    def _robust(self, w, Y_fast, tol, max_iter):
+        r"""The robust path for one test point (:mod:`._spd_robust`): Riemannian gradient
+        descent with Armijo backtracking in the whitened frame, from the best point so far
+        (the fast path's decode if it is in the space, or the log-Euclidean mean -- capped
+        at condition number 1e12 as in :class:`LogEuclideanSPDSpace` -- if lower; if neither
+        is usable, the log-Euclidean mean of the positive part), for
+        ``20 * max_iter`` evaluations (F decreases from the start, up to its rounding).
+
+        Returns (Y, evaluations, gradient norm, error bound, LAPACK eigendecompositions).
+        """
+        idx = np.flatnonzero(w)
+        A, wi = self.Y_train_[idx], w[idx]
+        Lbar = np.einsum("m,mij->ij", wi, self.logs_[idx])
+        mu, V = np.linalg.eigh(0.5 * (Lbar + Lbar.T))
+        wp = np.maximum(w, 0.0)
+        Lpos = np.einsum("m,mij->ij", wp / wp.sum(), self.logs_)
+        cands = [Y_fast, spectral(np.exp(_spd_robust.clip_window(mu)), V), expm_sym(Lpos)]
+        best, n_eval = None, 0
+        for Y in cands:
+            R = _spd_robust.frame_of(Y)
+            if R is None:
+                continue
+            F, _, _, ok = _spd_robust.lapack_eval(A, wi, R)
+            n_eval += 1
+            if ok and (best is None or F < best[1]):
+                best = (R, F)
+            if best is not None and Y is cands[1]:
+                break  # the positive-part mean only when neither other point is usable
+        if best is None:  # no usable start (not expected): the identity, in the space
+            best = (np.eye(A.shape[1]), None)
+        R, k, gn, err, _ = _spd_robust.rgd(A, wi, best[0], tol, 20 * max_iter)
+        return _spd_robust.point_of(R), k, gn, err, (n_eval + k) * len(idx)
 
     def to_config(self):
         return {"weights": self.weights, "max_iter": int(self.max_iter), "tol": float(self.tol)}
