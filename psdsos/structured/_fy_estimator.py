@@ -200,8 +200,9 @@ class FenchelYoungEstimator(_LabelOutputTags, BaseEstimator):
                 raise ValueError(f"output must be one of {sorted(DISCRETE_SPACES)} or a "
                                  f"discrete output space object, got {out!r}")
             return DISCRETE_SPACES[out.lower()]()
-        if type(out).__name__ not in {type(c()).__name__ for c in DISCRETE_SPACES.values()}:
-            raise ValueError(f"output must be a discrete output space, got {out!r}")
+        if not isinstance(out, tuple(DISCRETE_SPACES.values())):
+            raise ValueError(f"output must be one of {sorted(DISCRETE_SPACES)} or a discrete "
+                             f"output space object, got {out!r}")
         from sklearn.base import clone
 
         return clone(out)
