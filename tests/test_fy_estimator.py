@@ -84,6 +84,25 @@ def test_calibrated_decoding_is_the_expected_loss_minimizer(kind, k):
         assert got <= min(risks) + 1e-12
 
 
+def test_output_space_object(tmp_path):
+    import psdsos
+    from psdsos.structured import SphereSpace
+    from psdsos.structured.spaces import OrdinalSpace
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = np.array(["low", "mid", "high"])[np.clip((X[:, 0] + 1.5).astype(int), 0, 2)]
+    space = OrdinalSpace(classes=["low", "mid", "high"])
+    est = FenchelYoungEstimator(space).fit(X, y)
+    assert not hasattr(space, "classes_")  # the parameter is not fitted in place
+    assert list(est.classes_) == ["low", "mid", "high"]
+    assert est.score(X, y) > -0.5
+    est.save(tmp_path / "o.npz")
+    np.testing.assert_array_equal(psdsos.load(tmp_path / "o.npz").predict(X), est.predict(X))
+    with pytest.raises(ValueError, match="discrete output space object"):
+        FenchelYoungEstimator(SphereSpace()).fit(X, y)
+
+
 def test_projection_set_must_fit_the_output(iris):
     X, y = iris
     with pytest.raises(ValueError, match="does not apply to output 'multiclass'"):

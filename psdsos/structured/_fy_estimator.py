@@ -203,9 +203,7 @@ class FenchelYoungEstimator(_LabelOutputTags, BaseEstimator):
         if not isinstance(out, tuple(DISCRETE_SPACES.values())):
             raise ValueError(f"output must be one of {sorted(DISCRETE_SPACES)} or a discrete "
                              f"output space object, got {out!r}")
-        from sklearn.base import clone
-
-        return clone(out)
+        return copy.deepcopy(out)  # a fresh space: fit must not change the parameter
 
     def _set(self, space):
         name = self.projection_set
