@@ -27,7 +27,7 @@ def iris():
 def test_simplex_kl_is_multinomial_logistic_regression(iris):
     X, y = iris
     lam = 1e-2
-    est = FenchelYoungEstimator("multiclass", projection="kl", lam=lam, tol=1e-10,
+    est = FenchelYoungEstimator("multiclass", projection="kl", lam=lam, tol=1e-9,
                                 max_iter=5000).fit(X, y)
     ref = LogisticRegression(C=1.0 / (len(X) * lam), tol=1e-12, max_iter=10000).fit(X, y)
     np.testing.assert_allclose(est.project(X), ref.predict_proba(X), atol=1e-6)
@@ -119,7 +119,7 @@ def test_kernel_model_is_first_order_optimal_in_the_rkhs(iris, projection):
     X, y = iris
     lam = 1e-3
     est = FenchelYoungEstimator("multiclass", projection=projection, model="kernel",
-                                lam=lam, tol=1e-10, max_iter=5000).fit(X, y)
+                                lam=lam, tol=1e-9, max_iter=5000).fit(X, y)
     K = est.kernel_(X, X)
     theta = K @ est.coef_ + est.intercept_
     np.testing.assert_allclose(theta.reshape(-1, 3), est.scores(X), atol=1e-10)
@@ -168,3 +168,12 @@ def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter=50 on toy data
         check(estimator)
+
+
+def test_convergence_warning_names_the_right_setting(iris):
+    X, y = iris
+    with pytest.warns(ConvergenceWarning, match="increase max_iter"):
+        FenchelYoungEstimator("multiclass", max_iter=2).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="no longer decreases in float64"):
+        FenchelYoungEstimator("multiclass", projection="kl", lam=1e-2, tol=1e-14,
+                              max_iter=5000).fit(X, y)

@@ -288,14 +288,17 @@ class FenchelYoungEstimator(_LabelOutputTags, BaseEstimator):
         z0 = np.zeros(q * p + (p if icpt else 0))
         res = minimize(fun, z0, jac=True, method="L-BFGS-B",
                        options={"maxiter": int(self.max_iter), "gtol": float(self.tol),
-                                "ftol": 1e-15, "maxcor": 20})
+                                "ftol": 0.0, "maxcor": 20})
         # certified by the gradient itself (L-BFGS-B may also stop on a line search that
         # cannot decrease a function already at rounding level: no warning then)
-        if np.abs(res.jac).max() > self.tol:
+        gnorm = float(np.abs(res.jac).max())
+        if gnorm > self.tol:
+            advice = ("increase max_iter" if res.nit >= self.max_iter else
+                      "the objective no longer decreases in float64 here: use tol >= "
+                      f"{gnorm:.1e}")
             warnings.warn(
-                f"L-BFGS stopped before the gradient tolerance ({res.message}; gradient norm "
-                f"{np.abs(res.jac).max():.2e} > tol {self.tol:g} after {res.nit} "
-                "iterations): increase max_iter or tol",
+                f"L-BFGS stopped with gradient norm {gnorm:.2e} > tol {self.tol:g} after "
+                f"{res.nit} iterations ({res.message}): {advice}",
                 ConvergenceWarning, stacklevel=2,
             )
         self.coef_ = res.x[: q * p].reshape(q, p)
