@@ -40,7 +40,7 @@ def test_fit_is_first_order_optimal(iris, projection_set, projection):
     X, y = iris
     lam = 1e-2
     est = FenchelYoungEstimator("multiclass", projection_set=projection_set,
-                                projection=projection, lam=lam, tol=1e-9,
+                                projection=projection, lam=lam, tol=1e-8,
                                 max_iter=5000).fit(X, y)
     # the gradient of (1/n) sum S(W^T x_i + c, y_i) + lam/2 ||W||^2, recomputed
     Phi = np.eye(3)[y]
