@@ -18,6 +18,8 @@ Layout:
   projection sets ``RowSimplex`` and ``Permutahedron``: MAP oracles, CVXPY constraints, the
   decoding LP, batched Euclidean and KL projections, and the plain projections
   :func:`project_box` and :func:`project_simplex`;
+* :mod:`psdsos.structured.parts` -- parts of inputs and outputs (blocks, windows, patches)
+  for localized structured prediction (Ciliberto, Bach and Rudi), with overlap-add assembly;
 * :func:`fenchel_young_loss` -- the projection-based Fenchel-Young losses (Blondel, eq. 6),
   and :class:`FenchelYoungEstimator`, trained on them with calibrated decoding (eq. 11);
 * the interface every space follows, :class:`OutputSpace`, is documented in
