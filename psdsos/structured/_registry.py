@@ -9,6 +9,7 @@ from psdsos.structured.spaces import (
     EuclideanSpace,
     FisherSimplexSpace,
     LogEuclideanSPDSpace,
+    OrientationSpace,
     SPDSpace,
     SphereSpace,
 )
@@ -23,6 +24,7 @@ CONTINUOUS_SPACES = {
     "bures": BuresSpace,
     "sphere": SphereSpace,
     "fisher_simplex": FisherSimplexSpace,
+    "orientation": OrientationSpace,
 }
 
 

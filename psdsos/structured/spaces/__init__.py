@@ -26,6 +26,8 @@ batched over test points, with weights :math:`w` from the kernel-ridge weights
   retraction;
 * :mod:`~psdsos.structured.spaces.fisher` -- :class:`FisherSimplexSpace`, histograms with the
   Fisher-Rao geometry through the square-root map onto the sphere (section 4.4);
+* :mod:`~psdsos.structured.spaces.orientation` -- :class:`OrientationSpace`, angles modulo
+  pi with the loss sin^2(z - y), exact closed-form decoding (localized paper, section 6.2);
 * :mod:`~psdsos.structured.spaces.discrete` -- :class:`MulticlassSpace`,
   :class:`MultilabelSpace`, :class:`RankingSpace`, :class:`OrdinalSpace`: discrete outputs
   decoded by the MAP oracle or the LP of their marginal polytope
@@ -45,6 +47,7 @@ from psdsos.structured.spaces.discrete import (
 from psdsos.structured.spaces.euclidean import EuclideanSpace, project_psd_cone
 from psdsos.structured.spaces.fisher import FisherSimplexSpace
 from psdsos.structured.spaces.log_euclidean import LogEuclideanSPDSpace
+from psdsos.structured.spaces.orientation import OrientationSpace
 from psdsos.structured.spaces.spd import SPDSpace
 from psdsos.structured.spaces.sphere import SphereSpace
 
@@ -55,6 +58,7 @@ __all__ = [
     "BuresSpace",
     "SphereSpace",
     "FisherSimplexSpace",
+    "OrientationSpace",
     "MulticlassSpace",
     "MultilabelSpace",
     "RankingSpace",
