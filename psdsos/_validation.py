@@ -20,14 +20,18 @@ __all__ = [
 ]
 
 
+def _complex_error(name):
+    return ValueError(
+        f"{name} must hold real numbers, got a complex array (Complex data not supported: "
+        "its imaginary part would be dropped); pass the real part explicitly if that is "
+        "what you mean"
+    )
+
+
 def _check_real(A, name):
     """Refuse complex input: converting it to float would drop the imaginary part."""
     if np.iscomplexobj(A):
-        raise ValueError(
-            f"{name} must hold real numbers, got a complex array (Complex data not supported: "
-            "its imaginary part would be dropped); pass the real part explicitly if that is "
-            "what you mean"
-        )
+        raise _complex_error(name)
 
 
 def validate_data(estimator, X="no_validation", y="no_validation", **kwargs):
@@ -45,7 +49,7 @@ def validate_data(estimator, X="no_validation", y="no_validation", **kwargs):
             except (TypeError, ValueError):  # ragged or odd input: scikit-learn's message
                 continue
         if dtype.kind == "c":
-            _check_real(np.empty(0, dtype=dtype), name)
+            raise _complex_error(name)
     return _sk_validate_data(estimator, X, y, **kwargs)
 
 

@@ -77,6 +77,15 @@ class OutputSpace:
     def decode(self, alpha, method="auto"):
         raise NotImplementedError
 
+    def _pair(self, Y_true, Y_pred):
+        """``check_Y`` of both, which must have the same shape (for ``loss``)."""
+        T = self.check_Y(Y_true, "Y_true")
+        P = self.check_Y(Y_pred, "Y_pred")
+        if T.shape != P.shape:
+            raise ValueError(f"Y_true and Y_pred must have the same shape, got {T.shape} "
+                             f"and {P.shape}")
+        return T, P
+
     def project(self, Z):
         """Map ambient kernel-ridge predictions to the space (optional, see the contract)."""
         raise NotImplementedError(

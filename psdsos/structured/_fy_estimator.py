@@ -112,7 +112,7 @@ class _WarmBirkhoff(_Flat):
         init = self._last.get((kl, T.shape[0]))
         res = project_birkhoff(T, kl=kl, tol=self._poly.tol, max_iter=self._poly.max_iter,
                                init=init)
-        if np.any(res.marginal_error > self._poly.tol) and init is not None:
+        if not np.all(res.converged) and init is not None:
             res = project_birkhoff(T, kl=kl, tol=self._poly.tol,
                                    max_iter=self._poly.max_iter)
         self._last[(kl, T.shape[0])] = (res.alpha, res.beta)
@@ -257,8 +257,8 @@ class FenchelYoungEstimator(_LabelOutputTags, BaseEstimator):
         self.space_ = space
         if hasattr(space, "classes_"):
             self.classes_ = space.classes_
-        self.X_fit_ = X
         if self.model == "kernel":
+            self.X_fit_ = X
             self.kernel_ = resolve_kernel(self.kernel, self.sigma, X)
             # RKHS-isometric coordinates: K = U diag(s) U^T, theta = K beta = F W with
             # F = U diag(sqrt s) and W = diag(sqrt s) U^T beta, so tr(beta^T K beta) =

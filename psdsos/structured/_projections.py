@@ -48,11 +48,16 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 # permutahedron
 # --------------------------------------------------------------------------------------
-def _check_weights(w, k):
+def _sorted_rows(theta, w):
+    """theta (m, k) as floats, w checked and sorted in descending order, the descending
+    order of each row of theta and the sorted rows."""
+    theta = np.asarray(theta, dtype=np.float64)
+    k = theta.shape[1]
     w = np.asarray(w, dtype=np.float64)
     if w.shape != (k,) or not np.all(np.isfinite(w)):
         raise ValueError(f"w must be a finite vector of length {k}, got shape {w.shape}")
-    return -np.sort(-w)
+    order = np.argsort(-theta, axis=1, kind="stable")
+    return theta, -np.sort(-w), order, np.take_along_axis(theta, order, axis=1)
 
 
 def project_permutahedron_euclidean(theta, w):
@@ -72,13 +77,9 @@ def project_permutahedron_euclidean(theta, w):
     -------
     ndarray of shape (m, k)
     """
-    theta = np.asarray(theta, dtype=np.float64)
-    m, k = theta.shape
-    w = _check_weights(w, k)
-    order = np.argsort(-theta, axis=1, kind="stable")
-    s = np.take_along_axis(theta, order, axis=1)
+    theta, w, order, s = _sorted_rows(theta, w)
     out = np.empty_like(theta)
-    for i in range(m):
+    for i in range(theta.shape[0]):
         v = isotonic_regression(s[i] - w, increasing=False).x
         out[i, order[i]] = s[i] - v
     return out
@@ -128,16 +129,12 @@ def project_permutahedron_kl(theta, w):
     -------
     ndarray of shape (m, k)
     """
-    theta = np.asarray(theta, dtype=np.float64)
-    m, k = theta.shape
-    w = _check_weights(w, k)
+    theta, w, order, s = _sorted_rows(theta, w)
     if np.any(w <= 0):
         raise ValueError("the KL projection onto the permutahedron needs w > 0")
     logw = np.log(w)
-    order = np.argsort(-theta, axis=1, kind="stable")
-    s = np.take_along_axis(theta, order, axis=1)
     out = np.empty_like(theta)
-    for i in range(m):
+    for i in range(theta.shape[0]):
         gamma = _pav_kl(s[i], logw)
         out[i, order[i]] = np.exp(s[i] - gamma)
     return out
@@ -204,15 +201,17 @@ def project_knapsack_kl(theta, lower, upper):
 # --------------------------------------------------------------------------------------
 class BirkhoffResult:
     """Projections ``P`` (m, k, k), the final marginal errors (m,), the Newton iterations
-    (m,) and the dual variables ``alpha``, ``beta`` (m, k) with P = link(Theta + alpha 1^T
-    + 1 beta^T) (a warm start for nearby scores)."""
+    (m,), the dual variables ``alpha``, ``beta`` (m, k) with P = link(Theta + alpha 1^T
+    + 1 beta^T) (a warm start for nearby scores), and ``converged`` (m,): marginal error
+    within ``tol`` or, for huge scores, within the rounding floor 4 k eps max|Theta|."""
 
-    def __init__(self, P, marginal_error, n_iter, alpha, beta):
+    def __init__(self, P, marginal_error, n_iter, alpha, beta, converged):
         self.P = P
         self.marginal_error = marginal_error
         self.n_iter = n_iter
         self.alpha = alpha
         self.beta = beta
+        self.converged = converged
 
 
 def _birkhoff_batch(T, kl, tol, max_iter, init=None):
@@ -310,7 +309,7 @@ def _birkhoff_batch(T, kl, tol, max_iter, init=None):
                 stuck[act[small]] = True
         a[act], b[act], Z[act], P[act], h[act] = an, bn, Zn, Pn, hn
         err[act] = marg(Pn)
-    return P, err, its, a, b
+    return P, err, its, a, b, tols
 
 
 def project_birkhoff(Theta, *, kl=False, tol=1e-10, max_iter=100, init=None):
@@ -355,5 +354,5 @@ def project_birkhoff(Theta, *, kl=False, tol=1e-10, max_iter=100, init=None):
             raise ValueError(f"init must be two arrays of shape {shift.shape}, got "
                              f"{a0.shape} and {b0.shape}")
         init = (a0 + shift, b0)
-    P, err, its, a, b = _birkhoff_batch(T, kl, tol, max_iter, init)
-    return BirkhoffResult(P, err, its, a - shift, b)
+    P, err, its, a, b, tols = _birkhoff_batch(T, kl, tol, max_iter, init)
+    return BirkhoffResult(P, err, its, a - shift, b, err <= tols)

@@ -325,14 +325,6 @@ class _PolytopeSpace(OutputSpace):
         P = self.embed(self.check_Y(Y, "Y"))
         return -(P @ self._theta(a)[0]) + a[0] @ self._c_train()
 
-    def _pair(self, Y_true, Y_pred):
-        T = self.check_Y(Y_true, "Y_true")
-        P = self.check_Y(Y_pred, "Y_pred")
-        if T.shape != P.shape:
-            raise ValueError(f"Y_true and Y_pred must have the same shape, got {T.shape} "
-                             f"and {P.shape}")
-        return T, P
-
     def score(self, Y_true, Y_pred):
         """Score of predictions, higher is better: minus the mean loss (see each space)."""
         return -float(np.mean(self.loss(Y_true, Y_pred)))

@@ -74,9 +74,5 @@ class OrientationSpace(OutputSpace):
 
     def loss(self, Y_true, Y_pred):
         """:math:`\\sin^2(z - y)` per sample."""
-        T = self.check_Y(Y_true, "Y_true")
-        P = self.check_Y(Y_pred, "Y_pred")
-        if T.shape != P.shape:
-            raise ValueError(f"Y_true and Y_pred must have the same shape, got {T.shape} "
-                             f"and {P.shape}")
+        T, P = self._pair(Y_true, Y_pred)
         return np.sin(P - T) ** 2
