@@ -4,7 +4,8 @@ The experiments of "Structured Prediction with Projection Oracles" (section 6, T
 and 6-7) on data available offline, with a linear model trained by
 :class:`psdsos.structured.FenchelYoungEstimator` for every projection set:
 
-* **label ranking** (Tables 1-2): iris and wine, rankings regenerated the Cheng-Hullermeier
+* **label ranking** (Tables 1-2): iris, wine and glass (bundled with psdsos:
+  :func:`psdsos.datasets.load_glass`), rankings regenerated the Cheng-Hullermeier
   way (a Gaussian naive Bayes classifier fitted on the whole data set ranks the labels of
   each instance by predicted probability); projection sets: the Birkhoff polytope (the
   marginal polytope of permutations), row-stochastic matrices, the unit cube and the whole
@@ -42,6 +43,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.naive_bayes import GaussianNB
 from sklearn.preprocessing import StandardScaler
 
+from psdsos.datasets import load_glass
 from psdsos.structured import FenchelYoungEstimator
 
 FAST = os.environ.get("PSDSOS_EXAMPLE_FAST", "0") not in ("", "0")
@@ -154,14 +156,20 @@ def main(argv=None):
     ap.add_argument("--out", default="projection_oracles.png",
                     help="figure path (default: projection_oracles.png)")
     ap.add_argument("--no-plot", action="store_true", help="skip the figure")
+    ap.add_argument("--datasets", nargs="+", default=None,
+                    choices=("iris", "wine", "glass", "diabetes", "synthetic"),
+                    help="run only these data sets (default: all)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     datasets = [("iris", "ranking", ranking_data(load_iris)),
                 ("wine", "ranking", ranking_data(load_wine)),
+                ("glass", "ranking", ranking_data(load_glass)),
                 ("diabetes", "ordinal", ordinal_data()),
                 ("synthetic", "multilabel", multilabel_data())]
     if FAST:  # PSDSOS_EXAMPLE_FAST=1 (the test suite): iris and the multilabel data
-        datasets = [datasets[0], datasets[3]]
+        datasets = [datasets[0], datasets[4]]
+    if args.datasets:
+        datasets = [d for d in datasets if d[0] in args.datasets]
     with warnings.catch_warnings():
         # small lambdas on separable folds may stop at max_iter; counted in the losses
         warnings.simplefilter("ignore", ConvergenceWarning)

@@ -109,6 +109,9 @@ def _build_parser():
         prog="psdsos",
         description="Kernel sums-of-squares models: demos of the psdsos library.",
     )
+    from psdsos import __version__
+
+    parser.add_argument("--version", action="version", version=f"psdsos {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     demo = sub.add_parser(

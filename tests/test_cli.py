@@ -269,3 +269,18 @@ def test_plotting_without_matplotlib(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(ImportError, match=r"pip install psdsos\[plot\]"):
         plot_psd_ellipses(None, [0.0], np.eye(2)[None])
+
+
+def test_version(capsys):
+    import psdsos
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"psdsos {psdsos.__version__}"
+
+
+def test_version_matches_package_metadata():
+    from importlib.metadata import version
+
+    import psdsos
+
+    assert version("psdsos") == psdsos.__version__

@@ -204,3 +204,21 @@ def test_datasets_import_only_geometry_and_validation():
 def test_docstring_examples_run(module):
     result = doctest.testmod(importlib.import_module(module))
     assert result.failed == 0 and result.attempted > 0
+
+
+class TestLoadGlass:
+    def test_bundled_data(self):
+        from psdsos.datasets import GLASS_CLASSES, GLASS_FEATURES, load_glass
+
+        X, y = load_glass(return_X_y=True)
+        assert X.shape == (214, 9) and y.shape == (214,)
+        assert np.all(np.isfinite(X))
+        # class sizes of the UCI data (types 1, 2, 3, 5, 6, 7; type 4 has no sample)
+        np.testing.assert_array_equal(np.bincount(y), [70, 76, 17, 13, 9, 29])
+        # first fragment of the UCI file: RI 1.52101 -> 1000 (RI - 1.518) = 3.01
+        np.testing.assert_allclose(X[0], [3.01, 13.64, 4.49, 1.10, 71.78, 0.06, 8.75, 0, 0])
+        # oxide weight percents sum to about 100 (the UCI documentation)
+        np.testing.assert_allclose(X[:, 1:].sum(axis=1), 100.0, atol=1.5)
+        d = load_glass()
+        assert d["target_names"] == GLASS_CLASSES and d["feature_names"] == GLASS_FEATURES
+        np.testing.assert_array_equal(d["data"], X)

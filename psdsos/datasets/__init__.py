@@ -4,6 +4,7 @@
   Bures-Wasserstein geodesic (PSD paper, section 3.3, Figures 1 and 6).
 - :func:`make_convex_regression`, :func:`convex_regression_truth`: noisy samples of the convex
   but not strictly convex radial function of eq. (30) (PSD paper, section 6.1, Figures 2-4).
+- :func:`load_glass`: the forensic glass data, bundled (label ranking, Blondel 2019, Tables 1-2).
 
 Randomness only through ``psdsos._validation.check_random_state`` (never the global numpy RNG).
 """
@@ -14,8 +15,12 @@ import numpy as np
 
 from psdsos._validation import check_array_2d, check_random_state, check_scalar
 from psdsos.datasets._geodesic import bures_geodesic_endpoints, make_bures_geodesic
+from psdsos.datasets._glass import GLASS_CLASSES, GLASS_FEATURES, load_glass
 
 __all__ = [
+    "GLASS_CLASSES",
+    "GLASS_FEATURES",
+    "load_glass",
     "bures_geodesic_endpoints",
     "convex_regression_truth",
     "make_bures_geodesic",
