@@ -1,4 +1,5 @@
 r"""Convex regression: kernel SoS vs kernel ridge vs CNLS (PSD paper, section 6.1, Figures 3-4).
+============================================================================================
 
 Reference: Muzellec, Bach, Rudi, "Learning PSD-valued functions using kernel sums-of-squares",
 copy in ``papers/kernel-sos-psd-functions.md``.  Protocol choices are taken from the paper
@@ -217,12 +218,14 @@ def figure3(stats, path):
     axes[0][0].legend()
     fig.suptitle("Convex regression, d = 2 (PSD paper Fig. 3)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    if path is not None:
+        fig.savefig(path, dpi=110)
+    return fig
 
 
-def figure4(path):
-    """1-D: 10 points, the three fits and the truth (PSD paper Fig. 4)."""
+def figure4(path, plot=True):
+    """1-D: 10 points, the three fits and the truth (PSD paper Fig. 4); the figure (kept
+    open) if ``plot``, written to ``path`` if given."""
     b1, noise, seed = 2 * np.pi, 0.5, 0
     with threadpool_limits(1):
         X, y = make_convex_regression(10, 1, a=A, b=b1, noise=noise, random_state=seed)
@@ -232,7 +235,7 @@ def figure4(path):
     curves = {k: m.predict(grid) for k, m in models.items()}
     mse = {k: float(np.mean((c - truth) ** 2)) for k, c in curves.items()}
     second = {k: float(np.min(np.diff(c, 2))) for k, c in curves.items()}  # min 2nd difference
-    if path is not None:
+    if plot:
         import matplotlib.pyplot as plt
 
         fig, axes = plt.subplots(1, 4, figsize=(14, 3.2), sharey=True)
@@ -247,8 +250,8 @@ def figure4(path):
         axes[3].scatter(X[:, 0], y, s=14, color="k", zorder=3)
         axes[3].set_title("(d) ground truth f_1", fontsize=9)
         fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        if path is not None:
+            fig.savefig(path, dpi=110)
     return mse, second, ps, pk
 
 
@@ -257,7 +260,7 @@ def _fmt(p):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     ap.add_argument("--paper", action="store_true",
                     help="the paper's protocol: n in {50, 100, 200}, two noise levels, 10 "
                          "seeds (about 25 min on 2 cores); default: one small run (< 1 min)")
@@ -275,21 +278,23 @@ def main(argv=None):
     lines, stats = summarize(results)
     lines += selected_params_lines(results)
 
-    plot = args.out_dir is not None
+    plot = True  # the figures are drawn (and kept open); written with --out-dir
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         plot = False
-    if args.out_dir is not None:
-        os.makedirs(args.out_dir, exist_ok=True)
+        print("matplotlib is not installed: no figures")
+    out = args.out_dir
+    if out is not None:
+        os.makedirs(out, exist_ok=True)
     mse4, second4, ps4, pk4 = figure4(
-        os.path.join(args.out_dir, "convex-fig4.png") if plot else None)
+        os.path.join(out, "convex-fig4.png") if out is not None else None, plot)
     lines += ["", "Figure 4 (d = 1, 10 points, eta = 0.5, X ~ U[-2 pi, 2 pi]): MSE against "
               "f_1 on a grid: " + ", ".join(f"{k} {v:.3f}" for k, v in mse4.items())
               + f"; SoS {_fmt(ps4)}; KRR {_fmt(pk4)}; min second difference on the grid: "
               + ", ".join(f"{k} {v:.1e}" for k, v in second4.items())]
     if plot:
-        figure3(stats, os.path.join(args.out_dir, "convex-fig3.png"))
+        figure3(stats, os.path.join(out, "convex-fig3.png") if out is not None else None)
     lines += ["", f"total wall time {time.perf_counter() - t0:.0f} s ({args.n_jobs} jobs)"]
     print("\n".join(lines))
     if args.out_dir is not None:

@@ -1,4 +1,5 @@
 r"""Label ranking with SELF on the Birkhoff polytope (iris and wine, Cheng-Hullermeier style).
+==========================================================================================
 
 Label-ranking data sets regenerated from classification data as Cheng and Hullermeier did
 (and Korba et al. / Blondel, "Structured Prediction with Projection Oracles", section 6):
@@ -149,7 +150,7 @@ def evaluate(name, loader):
 
 
 def main(argv=None):
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
+    argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0]).parse_args(argv)
     t0 = time.perf_counter()
     print(f"Label ranking, normalized Hamming loss in % (mean +- std over {N_OUTER} outer "
           f"folds; sigma, lam by inner {N_INNER}-fold CV)")

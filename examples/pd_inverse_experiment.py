@@ -1,4 +1,5 @@
 r"""Learning the inverse of a positive definite matrix (manifold paper, section 4.2, Table 2).
+==========================================================================================
 
 Reference: Rudi, Ciliberto, Marconi, Rosasco, "Manifold Structured Prediction" (NeurIPS 2018),
 copy in ``papers/manifold-structured-prediction.md``.  Every protocol choice below is either
@@ -373,7 +374,7 @@ def load_records(paths):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     ap.add_argument("--paper", action="store_true",
                     help="the paper's protocol: dims 5..30, 5 trials, n_train = 1000 (hours); "
                          "default: a quick run (dims 5 and 10, 2 trials, n_train = 120)")

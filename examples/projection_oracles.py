@@ -1,4 +1,5 @@
 r"""Projection-oracle Fenchel-Young losses: does a smaller projection set help? (Blondel 2019).
+===========================================================================================
 
 The experiments of "Structured Prediction with Projection Oracles" (section 6, Tables 1-2, 4
 and 6-7) on data available offline, with a linear model trained by
@@ -148,7 +149,7 @@ def figure(path):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     ap.add_argument("--paper", action="store_true",
                     help="the paper's protocol in full: 10 random splits per data set, the "
                          "10 lambdas, Euclidean and KL projections (default: 1 split, 5 "

@@ -1,4 +1,5 @@
 r"""Fit a PSD-valued covariance curve under "Sigma(t) PSD for all t" with the SoS primitive.
+========================================================================================
 
 The user's problem, written directly in CVXPY: noisy 2 x 2 covariance measurements
 :math:`Y_i \approx \Sigma(t_i)` along a curve :math:`t \in [0, 1]`, and the model
@@ -116,7 +117,7 @@ def min_eig(S):
 
 
 def main(argv=None):
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
+    argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0]).parse_args(argv)
     t0 = time.perf_counter()
     rng = np.random.default_rng(SEED)
     t, Y = make_data(rng)
