@@ -89,10 +89,13 @@ def main(argv=None):
 
     # ---- figure: training matrices, model and truth as ellipses along t -----------------
     try:
+        import matplotlib.pyplot as plt
+
         from psdsos.plotting import plot_bures_comparison
 
         idx = np.linspace(0, 199, 23).round().astype(int)
         fig = plot_bures_comparison(t, M, t_test[idx], P[idx], t_test[idx], M_test[idx])
+        plt.figure(fig)  # a figure of pyplot's (plt.show(), the documentation's gallery)
     except ImportError:  # matplotlib is optional (the "plot" extra)
         fig = None
         print("matplotlib is not installed: no figure")

@@ -86,6 +86,7 @@ Trials
 Usage::
 
     python examples/pd_inverse_experiment.py          # quick run: dims 5, 10, 2 trials, n = 120
+    python examples/pd_inverse_experiment.py --out pd.png   # the same, figure written to pd.png
     python examples/pd_inverse_experiment.py --paper  # dims 5..30, 5 trials (hours:
                                                       # 5-20 min/trial at m >= 20)
     python examples/pd_inverse_experiment.py --paper --dims 5 10 --trials 3 --jsonl runs.jsonl
@@ -373,8 +374,36 @@ def load_records(paths):
     return recs
 
 
+def figure(records, path=None):
+    """Delta_PD / dimension of SP and KRLS against the dimension (the paper's Table 2 as
+    curves; mean and standard deviation over the trials)."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:  # matplotlib is optional (the "plot" extra)
+        print("matplotlib is not installed: no figure")
+        return None
+    dims = sorted({r["dim"] for r in records})
+    fig, ax = plt.subplots(figsize=(5.6, 3.8))
+    for key, label in (("sp_pd", "SP (SELF, affine-invariant SPD)"),
+                       ("krls_pd", "KRLS (kernel ridge + PD projection)")):
+        v = [[r[key] / m for r in records if r["dim"] == m] for m in dims]
+        ax.errorbar(dims, [np.mean(x) for x in v], yerr=[np.std(x) for x in v], marker="o",
+                    capsize=3, label=label)
+    ax.set_yscale("log")
+    ax.set_xlabel("dimension m of the matrices")
+    ax.set_ylabel("test Delta_PD / m")
+    ax.set_title("Learning X -> X^-1 on SPD matrices")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=110)
+        print("figure:", path)
+    return fig
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
+    ap.add_argument("--out", metavar="PATH", default=None, help="write the figure there")
     ap.add_argument("--paper", action="store_true",
                     help="the paper's protocol: dims 5..30, 5 trials, n_train = 1000 (hours); "
                          "default: a quick run (dims 5 and 10, 2 trials, n_train = 120)")
@@ -397,7 +426,9 @@ def main(argv=None):
                     help="only print the table of the records in these JSONL files")
     args = ap.parse_args(argv)
     if args.table_from:
-        print(table(load_records(args.table_from)))
+        records = load_records(args.table_from)
+        print(table(records))
+        figure(records, args.out)
         return
     if args.flow_check:
         R = flow_check()
@@ -434,6 +465,7 @@ def main(argv=None):
                     fh.write(json.dumps(r) + "\n")
     print()
     print(table(records))
+    figure(records, args.out)
     # the paper's finding: SP far better than KRLS in Delta_PD; the decoder converged
     for m in dims:
         rs = [r for r in records if r["dim"] == m]

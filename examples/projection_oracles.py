@@ -114,11 +114,12 @@ def run(datasets, n_splits, projections, lams):
     return rows
 
 
-def figure(path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def figure(path=None):
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:  # matplotlib is optional (the "plot" extra)
+        print("matplotlib is not installed: no figure")
+        return None
 
     X, Y = ranking_data(load_iris)
     Xtr, Xte, Ytr, Yte = train_test_split(X, Y, test_size=0.3, random_state=0)
@@ -144,8 +145,10 @@ def figure(path):
             ax.set_xlabel("rank")
     fig.suptitle("Soft permutation matrices P(theta(x)) on the Birkhoff polytope (iris)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    print(f"figure: {path}")
+    if path is not None:
+        fig.savefig(path, dpi=110)
+        print(f"figure: {path}")
+    return fig
 
 
 def main(argv=None):
@@ -154,8 +157,7 @@ def main(argv=None):
                     help="the paper's protocol in full: 10 random splits per data set, the "
                          "10 lambdas, Euclidean and KL projections (default: 1 split, 5 "
                          "lambdas, Euclidean; about 40 s)")
-    ap.add_argument("--out", default="projection_oracles.png",
-                    help="figure path (default: projection_oracles.png)")
+    ap.add_argument("--out", metavar="PATH", default=None, help="write the figure there")
     ap.add_argument("--no-plot", action="store_true", help="skip the figure")
     ap.add_argument("--datasets", nargs="+", default=None,
                     choices=("iris", "wine", "glass", "diabetes", "synthetic"),
