@@ -23,6 +23,7 @@ myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
 
 autosummary_generate = True
+templates_path = ["_templates"]
 autodoc_default_options = {"members": True, "inherited-members": False}
 numpydoc_show_class_members = False
 numpydoc_validation_checks: set[str] = set()
@@ -34,19 +35,26 @@ html_theme_options = {"navigation_with_keys": False}
 
 
 # ---- the gallery: every script of examples/ run in its default (fast) mode --------------
-def _no_args(gallery_conf, script_vars):
-    return []  # the examples' default mode (argparse reads sys.argv[1:])
-
-
 extensions.append("sphinx_gallery.gen_gallery")
 sphinx_gallery_conf = {
     "examples_dirs": "../examples",
     "gallery_dirs": "auto_examples",
-    "filename_pattern": r".*\.py$",  # execute every example
-    "reset_argv": _no_args,
+    "filename_pattern": r".*\.py$",  # execute every example (no arguments: the default mode)
     "image_scrapers": ("matplotlib",),
     "abort_on_example_error": True,
     "download_all_examples": False,
     "remove_config_comments": True,
     "plot_gallery": "True",
 }
+
+
+def _skip_member(app, what, name, obj, skip, options):
+    # scikit-learn's generated metadata-routing methods (set_fit_request, ...): documented
+    # by scikit-learn, with references into its own documentation
+    if name.startswith("set_") and name.endswith("_request"):
+        return True
+    return skip
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip_member)

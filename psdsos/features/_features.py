@@ -181,7 +181,7 @@ class ExactFeatures(_BaseFeatures):
     anchors_ : ndarray (n, p)
         The training points.
     R_ : ndarray (n, n)
-        Upper Cholesky factor of K + jitter_ I.
+        Upper Cholesky factor of ``K + jitter_ I``.
     jitter_ : float
         Jitter actually used.
     """

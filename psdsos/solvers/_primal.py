@@ -99,7 +99,7 @@ def check_status(problem, solver, *, stacklevel=2):
 
 @dataclass
 class PrimalResult:
-    """Outcome of :func:`solve_primal`.
+    r"""Outcome of :func:`solve_primal`.
 
     Attributes
     ----------
@@ -116,7 +116,7 @@ class PrimalResult:
     extras : dict
         The problem's other primal variables.
     dual_gap : float
-        Relative duality gap (P - (-D(Gamma))) / max(|P|, |D|) between the objective P of
+        Relative duality gap :math:`(P + D(\Gamma)) / \max(|P|, |D|)` between the objective P of
         the program solved at its solution and the dual objective of the problem's
         negative-part dual (:func:`psdsos.solvers.solve_dual`) at the multipliers Gamma the
         solver returned; NaN when the problem offers no dual (lam1 = lam2 = 0, or rho = 0

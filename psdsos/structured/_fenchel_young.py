@@ -32,7 +32,7 @@ def fenchel_young_loss(theta, y, polytope, projection="euclidean"):
 
     Parameters
     ----------
-    theta : array-like of shape ``polytope.shape`` or (m, *polytope.shape)
+    theta : array-like of shape ``polytope.shape`` or ``(m, *polytope.shape)``
         Scores.
     y : array-like of the same shape
         Encoded targets :math:`\varphi(y)` (points of the set, e.g. one-hot vectors or

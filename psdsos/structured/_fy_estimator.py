@@ -313,7 +313,7 @@ class FenchelYoungEstimator(_LabelOutputTags, BaseEstimator):
         return self
 
     def scores(self, X):
-        """Scores theta = g(x), shape (m, *polytope shape)."""
+        """Scores theta = g(x), shape ``(m, *polytope.shape)``."""
         check_is_fitted(self, "coef_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
         theta = self._features(X) @ self.coef_ + self.intercept_
@@ -328,7 +328,7 @@ class FenchelYoungEstimator(_LabelOutputTags, BaseEstimator):
 
     def decode(self, mu):
         r"""Calibrated decoding (eq. 11): :math:`\mathrm{MAP}(-(V\mu + b))` for a batch of
-        (soft) structures ``mu`` of shape (m, *polytope shape)."""
+        (soft) structures ``mu`` of shape ``(m, *polytope.shape)``."""
         check_is_fitted(self, "coef_")
         shape = tuple(self.space_.polytope_.shape)
         mu = np.asarray(mu, dtype=np.float64).reshape(-1, int(np.prod(shape)))

@@ -43,7 +43,7 @@ class Parts:
 
     @property
     def n_parts(self):
-        """Number of parts |P|."""
+        """Number of parts :math:`|P|`."""
         return self.output_index.shape[0]
 
     def coverage(self):

@@ -181,7 +181,7 @@ def project_simplex(Z):
 
 
 def _batch(theta, shape, name="scores"):
-    """``theta`` as a float array of shape (m, *shape) and whether the input was unbatched."""
+    """``theta`` as a float array of shape ``(m, *shape)`` and whether the input was unbatched."""
     t = np.asarray(theta, dtype=np.float64)
     single = t.shape == tuple(shape)
     if single:
@@ -654,7 +654,7 @@ class PolytopeLP:
 
         Parameters
         ----------
-        scores : ndarray of shape (m, *shape) or shape
+        scores : ndarray of shape ``(m, *shape)`` or ``shape``
         rtol : float
             The rounded vertex must reach the LP value up to ``rtol * (1 + ||t||_1)``,
             ``t = scores / max|scores|`` (the LP is solved at that unit scale, with solver

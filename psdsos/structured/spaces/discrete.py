@@ -469,7 +469,7 @@ class _LabelSpace(_PolytopeSpace):
         return {"codes": codes, "onehot": _onehot_sparse(codes, self.k_)}
 
     def _class_weights(self, a):
-        """Sum of the weights per class, h (m, k): h_j = sum over y_i = classes_[j]."""
+        """Sum of the weights per class, h (m, k): h_j = sum over y_i = ``classes_[j]``."""
         return np.asarray(a @ self._train["onehot"])
 
     def _from_vertices(self, M):

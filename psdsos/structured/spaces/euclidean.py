@@ -216,7 +216,7 @@ class EuclideanSpace(OutputSpace):
 
     # ---- decoding --------------------------------------------------------------------
     def project(self, Z):
-        """Closed-form projection onto C of ambient predictions (n, *output_shape)."""
+        """Closed-form projection onto C of ambient predictions ``(n, *output_shape)``."""
         self._check_params()
         Z = as_finite(Z, "Z")
         if self.constraint is None:
@@ -256,7 +256,7 @@ class EuclideanSpace(OutputSpace):
         return self._problem
 
     def decode(self, alpha, method="auto"):
-        """Predictions ``Pi_C(alpha @ Y_train)``, shape (n_test, *output_shape)."""
+        """Predictions ``Pi_C(alpha @ Y_train)``, shape ``(n_test, *output_shape)``."""
         method = resolve_method(self, method)
         A = check_alpha(alpha, len(self.Y_train_))
         Z = np.tensordot(A, self.Y_train_, axes=(1, 0))
