@@ -32,6 +32,7 @@ numpydoc_validation_checks: set[str] = set()
 html_theme = "pydata_sphinx_theme"
 html_title = f"psdsos {release}"
 html_theme_options = {"navigation_with_keys": False}
+html_context = {"default_mode": "light"}
 
 
 # ---- the gallery: every script of examples/ run in its default (fast) mode --------------
