@@ -316,7 +316,13 @@ class LocalizedSELF(BaseEstimator):
     explicitly (O(m |P|) per test point: for small problems) and is a **heuristic**: with
     negative weights the objective is not convex and the method has no guarantee; it
     starts from the projected kernel-ridge average and returns the better (in the eq. 6
-    objective, evaluated exactly) of that start and its last iterate.
+    objective, evaluated exactly) of that start and its last iterate.  Step sizes:
+    :math:`\gamma = 1 / (2 A(x, p)\, t_p)` at the :math:`t_p`-th visit of part p (for the
+    squared loss and positive weights the iterate is then the running mean of the sampled
+    :math:`\eta_j`).  Note that for "euclidean" Algorithm 3 minimizes eq. 6 as written,
+    whose coefficient of :math:`z_u^2` is :math:`\sum_{p \ni u} \pi(p\mid x)\sum_j
+    \alpha_j(x, p)`, while the closed form takes that coefficient exactly (kernel ridge):
+    the two differ unless the weights sum to one.
 
     Parameters
     ----------
@@ -556,13 +562,14 @@ default="gaussian"
         # Algorithm 1: the auxiliary dataset
         P = parts.n_parts
         rng = check_random_state(self.random_state)
+        pi_train = self._pi(X)  # validates part_weights
         if self.n_aux is None:
             ii = np.repeat(np.arange(n), P)
             pp = np.tile(np.arange(P), n)
         else:
             m = int(self.n_aux)
             ii = rng.integers(n, size=m)
-            pi = self._pi(X)[ii]
+            pi = pi_train[ii]
             cdf = np.cumsum(pi, axis=1)
             u = rng.random(m)[:, None] * cdf[:, -1:]
             pp = np.minimum(np.sum(cdf <= u, axis=1), P - 1)
@@ -598,7 +605,7 @@ default="gaussian"
             del K
             cf = (L, True)
             self.coef_ = sla.cho_solve(cf, E, check_finite=False) if E is not None else None
-            if not elements.closed_form:
+            if self._decode_kind(elements) == "sgd":
                 self.cholesky_ = np.tril(L)
         else:
             r = int(self.n_landmarks)
@@ -625,7 +632,7 @@ default="gaussian"
                                  "increase lam") from None
             self.coef_ = (sla.cho_solve(cf, Phi.T @ E, check_finite=False)
                           if E is not None else None)
-            if not elements.closed_form:
+            if self._decode_kind(elements) == "sgd":
                 self.coef_map_ = sla.cho_solve(cf, Phi.T, check_finite=False)  # (r, m)
         self._build_assembly()
         return self
@@ -793,6 +800,7 @@ default="gaussian"
             cdf = np.cumsum(np.abs(alpha), axis=1)
             pcdf = np.cumsum(pi)
             prev = z.copy()
+            visits = np.zeros(P)
             for t in range(1, T + 1):
                 p = min(int(np.searchsorted(pcdf, rng.random() * pcdf[-1], side="right")),
                         P - 1)
@@ -800,8 +808,9 @@ default="gaussian"
                     continue
                 j = min(int(np.searchsorted(cdf[p], rng.random() * cdf[p, -1], side="right")),
                         self.n_aux_ - 1)
+                visits[p] += 1
                 u = np.sign(alpha[p, j]) * A[p] * el.grad(z[idx[p]], eta[j])
-                step = 1.0 / (2.0 * A[p] * np.sqrt(1.0 + t / P))
+                step = 1.0 / (2.0 * A[p] * visits[p])
                 z[idx[p]] = el.project(z[idx[p]] - step * u)
                 if self.tol is not None and t % P == 0:
                     if np.max(np.abs(z - prev)) <= self.tol:
