@@ -229,7 +229,7 @@ def test_auxiliary_dataset_all_pairs_and_sampling():
     X, Y, _, parts = _blocks_data(seed=9, n=10, P=3)
     model = LocalizedSELF(parts=parts).fit(X, Y)
     assert model.n_aux_ == 30
-    pairs = set(zip(model.aux_sample_.tolist(), model.aux_part_.tolist()))
+    pairs = set(zip(model.aux_sample_.tolist(), model.aux_part_.tolist(), strict=True))
     assert pairs == {(i, p) for i in range(10) for p in range(3)}
     model = LocalizedSELF(parts=parts, n_aux=500, part_weights=[0.0, 1.0, 3.0],
                           random_state=0).fit(X, Y)
