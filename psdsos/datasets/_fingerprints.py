@@ -141,8 +141,8 @@ def make_fingerprints(n_images, shape=(96, 128), *, period=8.0, field_scale=None
         nx, ny = -np.sin(phi), np.cos(phi)
         kn = kx * nx + ky * ny
         kt = -kx * ny + ky * nx
-        env = lambda k0: np.exp(-2 * (np.pi * s) ** 2 * ((kn - k0) ** 2 + kt**2))  # noqa: E731
-        bank.append(env(f0) + env(-f0))
+        g = -2 * (np.pi * s) ** 2
+        bank.append(np.exp(g * ((kn - f0) ** 2 + kt**2)) + np.exp(g * ((kn + f0) ** 2 + kt**2)))
     bank = np.array(bank)
     X = np.empty((n_images, H, W))
     T = np.empty((n_images, H, W))
