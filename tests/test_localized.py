@@ -413,3 +413,36 @@ def test_intra_locality_eq23_linear_kernel_matches_exp_decay():
     X = np.einsum("pq,nqk->npk", Lc, rng.normal(size=(n, P, k))).reshape(n, P * k)
     C = intra_locality(X, Blocks(P, k, 1), "linear", normalize=True)
     np.testing.assert_allclose(C, np.exp(-2 * gamma * d), atol=5 * 2 * np.sqrt(2 / (n * k)))
+
+
+@pytest.mark.parametrize("kernel", ["linear", "gaussian"])
+def test_intra_locality_rows_and_normalization(kernel):
+    rng = np.random.default_rng(18)
+    X = rng.normal(size=(9, 12))
+    parts = Windows1D(12, 4, stride=2, circular=True)
+    C = intra_locality(X, parts, kernel, 2.0)
+    np.testing.assert_allclose(intra_locality(X, parts, kernel, 2.0, rows=[3, 1]), C[[3, 1]],
+                               rtol=1e-12, atol=1e-14)
+    dg = np.sqrt(np.diag(C))
+    np.testing.assert_allclose(intra_locality(X, parts, kernel, 2.0, rows=[2], normalize=True),
+                               C[[2]] / dg[2] / dg[None, :], rtol=1e-12)
+    with pytest.raises(ValueError, match="rows"):
+        intra_locality(X, parts, kernel, 2.0, rows=[99])
+
+
+def test_aux_sampling_memory_is_linear_in_m():
+    """Regression: the sampling of p_j ~ pi(.|x) once built (m, |P|) arrays (2.9 GB at the
+    paper's scale, m = 30,000 and |P| = 12,288); now O(m + n |P|)."""
+    import tracemalloc
+
+    from psdsos.structured._localized import _sample_aux
+
+    n, P, m = 4, 3000, 20000
+    pi = np.random.default_rng(0).uniform(size=(n, P))
+    pi /= pi.sum(axis=1, keepdims=True)
+    tracemalloc.start()
+    ii, pp = _sample_aux(m, pi, n, P, np.random.default_rng(1))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 20 * m * 8 + 4 * n * P * 8  # an (m, P) array would be 480 MB
+    assert ii.shape == pp.shape == (m,) and pp.min() >= 0 and pp.max() < P

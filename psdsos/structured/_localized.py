@@ -128,6 +128,19 @@ def _parts_from_config(cfg):
     return classes[cfg["class"]](*args)
 
 
+def _sample_aux(m, pi, n, P, rng):
+    """Algorithm 1's sampling: i_j uniform on 0..n-1, p_j ~ pi(. | x_{i_j}) (uniform when
+    ``pi`` is None), with replacement; memory O(m + n P) (never an (m, P) array)."""
+    ii = rng.integers(n, size=m)
+    if pi is None:
+        return ii, rng.integers(P, size=m)
+    pp = np.empty(m, dtype=np.int64)
+    for i in np.unique(ii):
+        sel = np.flatnonzero(ii == i)
+        pp[sel] = rng.choice(P, size=len(sel), p=pi[i])
+    return ii, pp
+
+
 # ----------------------------------------------------------------------------- elements
 class _Elements:
     """How the output elements are embedded and decoded (see the module docstring).
@@ -567,12 +580,8 @@ default="gaussian"
             ii = np.repeat(np.arange(n), P)
             pp = np.tile(np.arange(P), n)
         else:
-            m = int(self.n_aux)
-            ii = rng.integers(n, size=m)
-            pi = pi_train[ii]
-            cdf = np.cumsum(pi, axis=1)
-            u = rng.random(m)[:, None] * cdf[:, -1:]
-            pp = np.minimum(np.sum(cdf <= u, axis=1), P - 1)
+            ii, pp = _sample_aux(int(self.n_aux), None if self.part_weights is None
+                                 else pi_train, n, P, rng)
         m = len(ii)
         self.aux_sample_, self.aux_part_ = ii.astype(np.int64), pp.astype(np.int64)
         self.n_aux_ = m
@@ -999,7 +1008,7 @@ class _ShiftRows:
 
 
 # ----------------------------------------------------------------------------- diagnostics
-def intra_locality(X, parts, kernel="linear", sigma="scale", *, normalize=False):
+def intra_locality(X, parts, kernel="linear", sigma="scale", *, rows=None, normalize=False):
     r"""Empirical intra-locality matrix :math:`C_{pq}` of eq. 21 (Lemma 6; Figures 3 and 7).
 
     .. math::
@@ -1026,13 +1035,26 @@ def intra_locality(X, parts, kernel="linear", sigma="scale", *, normalize=False)
         :math:`\bar K`.
     sigma : "scale" or float, default="scale"
         Bandwidth of a radial kernel given by name ("scale": of the input parts).
+    rows : None or array-like of int, default=None
+        Compute only the rows :math:`C_{p\cdot}` of these parts p (Figure 7: the central
+        patch against all others); None: all rows.
     normalize : bool, default=False
         Return :math:`C_{pq} / \sqrt{C_{pp} C_{qq}}` (for the data of section 6.1, eq. 23,
         and the linear kernel this is :math:`e^{-2\gamma|p-q|/|P|}` in expectation).
 
     Returns
     -------
-    C : ndarray of shape (n_parts, n_parts)
+    C : ndarray of shape (n_rows, n_parts)
+        n_rows = n_parts, or len(rows).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from psdsos.structured import intra_locality
+    >>> from psdsos.structured.parts import Blocks
+    >>> X = np.random.default_rng(0).normal(size=(50, 6))
+    >>> intra_locality(X, Blocks(3, 2), "linear", normalize=True).shape
+    (3, 3)
     """
     if not isinstance(parts, Parts):
         raise ValueError(f"parts must be a psdsos.structured.parts object, got {parts!r}")
@@ -1053,20 +1075,33 @@ def intra_locality(X, parts, kernel="linear", sigma="scale", *, normalize=False)
             kern = get_kernel(kernel, sigma)
     else:
         kern = kernel
+    rows = np.arange(P) if rows is None else np.asarray(rows, dtype=np.int64).ravel()
+    if rows.size == 0 or rows.min() < 0 or rows.max() >= P:
+        raise ValueError(f"rows must be part indices in 0..{P - 1}, got {rows!r}")
+    C = np.empty((len(rows), P))
+    diag = np.empty(P)
     if isinstance(kern, LinearKernel):
-        same = np.einsum("ipd,iqd->ipq", Xp, Xp) ** 2  # (n, P, P)
         S = np.einsum("ipd,ipe->pde", Xp, Xp)  # (P, d, d)
-        total = np.einsum("pde,qde->pq", S, S)
-        diag = same.sum(axis=0)
-        C = diag / n - (total - diag) / (n * (n - 1))
+        for a, p in enumerate(rows):
+            same = np.sum(np.einsum("id,iqd->iq", Xp[:, p], Xp) ** 2, axis=0)  # (P,)
+            total = np.einsum("de,qde->q", S[p], S)
+            C[a] = same / n - (total - same) / (n * (n - 1))
+        if normalize:
+            same = np.sum(np.einsum("ipd,ipd->ip", Xp, Xp) ** 2, axis=0)
+            total = np.einsum("pde,pde->p", S, S)
+            diag = same / n - (total - same) / (n * (n - 1))
     else:
-        C = np.empty((P, P))
-        for p in range(P):
+        flat = Xp.transpose(1, 0, 2).reshape(P * n, d)
+        for a, p in enumerate(rows):
+            K2 = (kern(Xp[:, p], flat) ** 2).reshape(n, P, n)  # [i, q, i']
+            tr = np.einsum("iqi->q", K2)
+            C[a] = tr / n - (K2.sum(axis=(0, 2)) - tr) / (n * (n - 1))
+        if normalize:
             for q in range(P):
-                K2 = kern(Xp[:, p], Xp[:, q]) ** 2
+                K2 = kern(Xp[:, q], Xp[:, q]) ** 2
                 tr = np.trace(K2)
-                C[p, q] = tr / n - (K2.sum() - tr) / (n * (n - 1))
+                diag[q] = tr / n - (K2.sum() - tr) / (n * (n - 1))
     if normalize:
-        dg = np.sqrt(np.clip(np.diag(C), 1e-300, None))
-        C = C / dg[:, None] / dg[None, :]
+        dg = np.sqrt(np.clip(diag, 1e-300, None))
+        C = C / dg[rows][:, None] / dg[None, :]
     return C
