@@ -238,7 +238,8 @@ def test_auxiliary_dataset_all_pairs_and_sampling():
     assert model.n_aux_ == 30
     pairs = set(zip(model.aux_sample_.tolist(), model.aux_part_.tolist(), strict=True))
     assert pairs == {(i, p) for i in range(10) for p in range(3)}
-    model = LocalizedSELF(parts=parts, n_aux=500, part_weights=[0.0, 1.0, 3.0],
+    win = Windows1D(6, 4, stride=2, circular=True)  # every entry in two of the 3 windows
+    model = LocalizedSELF(parts=win, n_aux=500, part_weights=[0.0, 1.0, 3.0],
                           random_state=0).fit(X, Y)
     counts = np.bincount(model.aux_part_, minlength=3)
     assert counts[0] == 0  # pi(0) = 0: never sampled
@@ -446,3 +447,12 @@ def test_aux_sampling_memory_is_linear_in_m():
     tracemalloc.stop()
     assert peak < 20 * m * 8 + 4 * n * P * 8  # an (m, P) array would be 480 MB
     assert ii.shape == pp.shape == (m,) and pp.min() >= 0 and pp.max() < P
+
+
+def test_part_weights_leaving_entries_undetermined_raise():
+    X, Y, _, parts = _blocks_data(seed=19)
+    with pytest.raises(ValueError, match="zero weight to every part"):
+        LocalizedSELF(parts=parts, part_weights=[0.0, 1.0, 1.0]).fit(X, Y)
+    # overlapping windows: an entry covered by another part of positive weight is fine
+    W = Windows1D(6, 3, stride=1, circular=True)
+    LocalizedSELF(parts=W, part_weights=[0, 1, 1, 1, 1, 1]).fit(X, Y)

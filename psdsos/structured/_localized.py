@@ -576,6 +576,11 @@ default="gaussian"
         P = parts.n_parts
         rng = check_random_state(self.random_state)
         pi_train = self._pi(X)  # validates part_weights
+        self._build_assembly()
+        if np.any(np.asarray(self._Scount @ pi_train.T) <= 0):
+            raise ValueError("part_weights give zero weight to every part that contains some "
+                             "output entries: eq. 6 does not determine them; give every entry "
+                             "a part of positive weight")
         if self.n_aux is None:
             ii = np.repeat(np.arange(n), P)
             pp = np.tile(np.arange(P), n)
@@ -747,6 +752,11 @@ default="gaussian"
         G2 = Gw.reshape(n, P * d_out, e).transpose(1, 0, 2).reshape(P * d_out, n * e)
         c = np.asarray(self._S @ G2).reshape(-1, n, e).transpose(1, 0, 2)
         wsum = np.asarray(self._Scount @ pi.T).T
+        if np.any(wsum <= 0):
+            raise ValueError("part_weights give zero weight to every part that contains some "
+                             f"output entries ({int(np.sum(np.any(wsum <= 0, axis=0)))} "
+                             "entries): eq. 6 does not determine them; give every entry a "
+                             "part of positive weight")
         return c, wsum
 
     def _predict_closed_form(self, X):
