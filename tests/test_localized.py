@@ -456,3 +456,17 @@ def test_part_weights_leaving_entries_undetermined_raise():
     # overlapping windows: an entry covered by another part of positive weight is fine
     W = Windows1D(6, 3, stride=1, circular=True)
     LocalizedSELF(parts=W, part_weights=[0, 1, 1, 1, 1, 1]).fit(X, Y)
+
+
+def test_box_constrained_euclidean_is_the_clipped_closed_form():
+    """The element loss is separable with a positive coefficient of z_u^2, so the box
+    constraint is imposed exactly by clipping the unconstrained minimizer."""
+    from psdsos.structured import EuclideanSpace
+
+    X, Y, Xt, parts = _blocks_data(seed=20)
+    Yb = np.clip(Y, -0.3, 0.3)
+    free = LocalizedSELF(sigma=1.0, lam=1e-4, parts=parts).fit(X, Yb).predict(Xt * 2)
+    box = LocalizedSELF(sigma=1.0, lam=1e-4, parts=parts,
+                        output=EuclideanSpace("box", lo=-0.3, hi=0.3)).fit(X, Yb).predict(Xt * 2)
+    assert np.any(np.abs(free) > 0.3)  # the constraint is active somewhere
+    np.testing.assert_allclose(box, np.clip(free, -0.3, 0.3), rtol=1e-13, atol=1e-15)
