@@ -470,3 +470,13 @@ def test_box_constrained_euclidean_is_the_clipped_closed_form():
                         output=EuclideanSpace("box", lo=-0.3, hi=0.3)).fit(X, Yb).predict(Xt * 2)
     assert np.any(np.abs(free) > 0.3)  # the constraint is active somewhere
     np.testing.assert_allclose(box, np.clip(free, -0.3, 0.3), rtol=1e-13, atol=1e-15)
+
+
+def test_changing_decode_method_after_fit_asks_for_a_refit():
+    X, Y, Xt, parts = _blocks_data(seed=21)
+    model = LocalizedSELF(sigma=1.0, parts=parts).fit(X, Y)
+    model.set_params(decode_method="sgd")
+    with pytest.raises(ValueError, match="refit"):
+        model.predict(Xt)
+    model.fit(X, Y)
+    assert model.predict(Xt).shape == (len(Xt), Y.shape[1])

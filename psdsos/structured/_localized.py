@@ -599,7 +599,8 @@ default="gaussian"
         self.X_fit_ = X
         # embedded auxiliary outputs Phi_eta (m, D)
         eta = V[ii[:, None], parts.output_index[pp]]  # (m, d_out, ...)
-        self._eta = eta
+        # the raw auxiliary outputs are kept only for Algorithm 3
+        self._eta = eta if self._decode_kind(elements) == "sgd" else None
         if elements.closed_form:
             E = elements.embed(eta).reshape(m, -1)
         else:
@@ -737,7 +738,12 @@ default="gaussian"
         """
         check_is_fitted(self, "coef_")
         X = self._flat_X(X, reset=False)
-        if self._decode_kind() == "sgd":
+        kind = self._decode_kind()
+        fitted_for = "sgd" if getattr(self, "_eta", None) is not None else "closed_form"
+        if kind != fitted_for or (kind == "closed_form" and self.coef_ is None):
+            raise ValueError(f"the model was fitted for decode_method={fitted_for!r}; refit it "
+                             f"after changing decode_method (now {self.decode_method!r})")
+        if kind == "sgd":
             Z = self._predict_sgd(X)
         else:
             Z = self._predict_closed_form(X)
