@@ -480,3 +480,39 @@ def test_changing_decode_method_after_fit_asks_for_a_refit():
         model.predict(Xt)
     model.fit(X, Y)
     assert model.predict(Xt).shape == (len(Xt), Y.shape[1])
+
+
+def test_algorithm3_with_a_user_output_space():
+    """An OutputSpace object with project() and loss_gradient(Z, Y) is decoded by Algorithm
+    3: here the absolute loss on [0, 1] (a weighted median per entry for positive weights)."""
+    from psdsos.structured import OutputSpace
+
+    class AbsUnit(OutputSpace):
+        name = "abs_unit"
+        decode_methods = ()
+
+        def check_Y(self, Y, name="Y"):
+            A = np.asarray(Y, dtype=np.float64)
+            if A.ndim != 1 or np.any((A < 0) | (A > 1)):
+                raise ValueError(f"{name} must be values in [0, 1]")
+            return A
+
+        def loss(self, Y_true, Y_pred):
+            return np.abs(np.asarray(Y_true) - np.asarray(Y_pred))
+
+        def loss_gradient(self, Z, Y):
+            return np.sign(Z - Y)
+
+        def project(self, Z):
+            return np.clip(Z, 0.0, 1.0)
+
+    rng = np.random.default_rng(22)
+    X = rng.normal(size=(8, 4))
+    Y = 1 / (1 + np.exp(-X))
+    parts = Windows1D(4, 2, stride=1, circular=True)
+    model = LocalizedSELF(sigma=1.0, lam=1e-2, parts=parts, output=AbsUnit(), max_iter=300,
+                          random_state=0).fit(X, Y)
+    Z = model.predict(X[:3])
+    assert Z.shape == (3, 4) and np.all((Z >= 0) & (Z <= 1))
+    with pytest.raises(ValueError, match="cannot save"):
+        model.save("unused.npz")
