@@ -516,3 +516,20 @@ def test_algorithm3_with_a_user_output_space():
     assert Z.shape == (3, 4) and np.all((Z >= 0) & (Z <= 1))
     with pytest.raises(ValueError, match="cannot save"):
         model.save("unused.npz")
+
+
+def test_algorithm3_warns_when_tol_is_not_reached():
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, Y, Xt, parts = _blocks_data(seed=23)
+    model = LocalizedSELF(sigma=1.0, parts=parts, decode_method="sgd", max_iter=3, tol=1e-12,
+                          random_state=0).fit(X, Y)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        model.predict(Xt)
+    model.set_params(max_iter=4000, tol=0.5)  # the loose tol is met: no warning
+    model.fit(X, Y)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model.predict(Xt)

@@ -39,11 +39,13 @@ from __future__ import annotations
 
 import copy
 import numbers
+import warnings
 
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from psdsos._validation import check_random_state, validate_data
@@ -383,7 +385,8 @@ default="gaussian"
         Algorithm 3: iterations per test point (None: 50 |P|).
     tol : float or None, default=None
         Algorithm 3: stop once a sweep of |P| iterations moves no entry of z by more than
-        ``tol`` (None: run ``max_iter`` iterations).
+        ``tol``; a :class:`~sklearn.exceptions.ConvergenceWarning` names ``max_iter`` when
+        some test points do not get there (None: run ``max_iter`` iterations, no warning).
     random_state : None, int or Generator
         Seeds Algorithm 1's sampling, the Nystrom landmarks and Algorithm 3.
 
@@ -810,6 +813,7 @@ default="gaussian"
         eta = self._eta
         out = np.empty((X.shape[0], self.parts_.output_dim, *eta.shape[2:]))
         pi_all = self._pi(X)
+        not_converged = 0
         for t0 in range(X.shape[0]):
             alpha = self._alpha(X, slice(t0, t0 + 1))[0]  # (P, m)
             pi = pi_all[t0]
@@ -841,9 +845,16 @@ default="gaussian"
                     if np.max(np.abs(z - prev)) <= self.tol:
                         break
                     prev = z.copy()
+            else:
+                not_converged += self.tol is not None
             if self._objective(z0, alpha, pi) < self._objective(z, alpha, pi):
                 z = z0
             out[t0] = z
+        if not_converged:
+            warnings.warn(f"Algorithm 3 (decode_method='sgd') did not reach tol={self.tol} "
+                          f"within max_iter={T} iterations for {not_converged} of "
+                          f"{X.shape[0]} test points; increase max_iter (or tol)",
+                          ConvergenceWarning, stacklevel=3)
         if el.kind == "orientation":
             out = wrap_orientation(out)
         return out
