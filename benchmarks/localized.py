@@ -52,7 +52,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds)")
     ap.add_argument("--n-landmarks", type=int, default=1000, help="Nystrom rank r")
-    ap.add_argument("--out", default="benchmarks/localized.md", help="where to save the table")
+    ap.add_argument("--out", default="bench-out/localized.md", help="where to save the table")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--figure", default=None,
                     help="also save the test image, its labels and the prediction (PNG)")
