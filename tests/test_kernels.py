@@ -82,6 +82,7 @@ def test_registry_and_attributes():
         "ExponentialKernel",
         "Matern32Kernel",
         "Matern52Kernel",
+        "LinearKernel",
         "KERNELS",
         "get_kernel",
         "scale_bandwidth",

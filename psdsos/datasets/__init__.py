@@ -4,6 +4,8 @@
   Bures-Wasserstein geodesic (PSD paper, section 3.3, Figures 1 and 6).
 - :func:`make_convex_regression`, :func:`convex_regression_truth`: noisy samples of the convex
   but not strictly convex radial function of eq. (30) (PSD paper, section 6.1, Figures 2-4).
+- :func:`make_fingerprints`, :func:`sobel_orientation`: fingerprint-like images and their
+  ridge orientations (localized structured prediction paper, section 6.2).
 - :func:`load_glass`: the forensic glass data, bundled (label ranking, Blondel 2019, Tables 1-2).
 
 Randomness only through ``psdsos._validation.check_random_state`` (never the global numpy RNG).
@@ -14,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from psdsos._validation import check_array_2d, check_random_state, check_scalar
+from psdsos.datasets._fingerprints import make_fingerprints, sobel_orientation
 from psdsos.datasets._geodesic import bures_geodesic_endpoints, make_bures_geodesic
 from psdsos.datasets._glass import GLASS_CLASSES, GLASS_FEATURES, load_glass
 
@@ -25,6 +28,8 @@ __all__ = [
     "convex_regression_truth",
     "make_bures_geodesic",
     "make_convex_regression",
+    "make_fingerprints",
+    "sobel_orientation",
 ]
 
 

@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from psdsos._validation import check_saved_arrays, check_saved_meta
-from psdsos.kernels import KERNELS, Kernel, get_kernel, scale_bandwidth
+from psdsos.kernels import KERNELS, Kernel, LinearKernel, get_kernel, scale_bandwidth
 from psdsos.sos import load_npz, save_npz
 
 __all__ = ["Interval", "Options", "Bandwidth", "validate_params", "load", "register_loadable",
@@ -92,7 +92,25 @@ class RandomState:
         )
 
 
-KERNEL_OPTIONS = Options(list(KERNELS), types=(Kernel,))
+class _RadialKernelOptions(Options):
+    """``kernel`` of the estimators that need derivatives and a bandwidth: a radial kernel;
+    "linear" (the SELF estimators' linear kernel) is refused with its own message."""
+
+    def check(self, name, value, owner):
+        if isinstance(value, LinearKernel) or (isinstance(value, str)
+                                               and value.lower() == "linear"):
+            raise ValueError(
+                f"{name} of {owner} must be one of {list(self.options)} or a Kernel instance, "
+                f"got {value!r}: {owner} needs a radial kernel with a bandwidth and "
+                "derivatives; the linear kernel is offered by the SELF estimators only "
+                "(SELFEstimator, KRLSEstimator, LocalizedSELF)"
+            )
+        super().check(name, value, owner)
+
+
+KERNEL_OPTIONS = _RadialKernelOptions(list(KERNELS), types=(Kernel,))
+#: ``kernel`` of the SELF estimators: the radial kernels and "linear" (sigma ignored).
+SELF_KERNEL_OPTIONS = Options([*KERNELS, "linear"], types=(Kernel, LinearKernel))
 
 
 class Bandwidth:
@@ -113,9 +131,12 @@ class Bandwidth:
 
 def resolve_kernel(kernel, sigma, X):
     """The fitted kernel: a Kernel object unchanged, else ``kernel`` with bandwidth ``sigma``,
-    ``sigma="scale"`` meaning :func:`psdsos.kernels.scale_bandwidth` of the training ``X``."""
-    if isinstance(kernel, Kernel):
+    ``sigma="scale"`` meaning :func:`psdsos.kernels.scale_bandwidth` of the training ``X``.
+    ``"linear"`` (accepted only by the estimators whose constraints allow it) ignores sigma."""
+    if isinstance(kernel, (Kernel, LinearKernel)):
         return kernel
+    if isinstance(kernel, str) and kernel.lower() == "linear":
+        return LinearKernel()
     if isinstance(sigma, str) and sigma == "scale":
         sigma = scale_bandwidth(X)
     return get_kernel(kernel, sigma)
@@ -226,6 +247,8 @@ def save_estimator(estimator, path, arrays, extra_meta):
     arrays = dict(arrays)
     kernel_sigma = None
     for k, v in estimator.get_params(deep=False).items():
+        if isinstance(v, LinearKernel):
+            v = v.name
         if isinstance(v, Kernel):
             if type(v) not in KERNELS.values():
                 raise ValueError(

@@ -15,6 +15,7 @@ from psdsos.kernels._kernels import (
     ExponentialKernel,
     GaussianKernel,
     Kernel,
+    LinearKernel,
     Matern32Kernel,
     Matern52Kernel,
     get_kernel,
@@ -28,6 +29,7 @@ __all__ = [
     "Matern32Kernel",
     "Matern52Kernel",
     "KERNELS",
+    "LinearKernel",
     "get_kernel",
     "scale_bandwidth",
 ]

@@ -46,6 +46,7 @@ __all__ = [
     "Matern32Kernel",
     "Matern52Kernel",
     "KERNELS",
+    "LinearKernel",
     "get_kernel",
     "scale_bandwidth",
 ]
@@ -723,6 +724,67 @@ class Matern52Kernel(Kernel):
         return e, -rho * e, rho * (1.0 + rho) * e
 
 
+class LinearKernel:
+    """Linear kernel :math:`k(x, y) = \\langle x, y \\rangle` (for the SELF estimators only).
+
+    .. math::
+
+        k(x, y) = x^\\top y.
+
+    Not a radial :class:`Kernel`: it has no bandwidth and is not listed in :data:`KERNELS`,
+    so the estimators that need kernel derivatives and a bandwidth (``PSDRegressor``,
+    ``ConvexRegressor``) refuse it.  The SELF estimators (``SELFEstimator``,
+    ``KRLSEstimator``, ``LocalizedSELF``) accept ``kernel="linear"``: with it, the SELF
+    weights are those of ridge regression, and ``KRLSEstimator(kernel="linear",
+    output="euclidean")`` is ridge regression without intercept (the *Local-LS* and *LS*
+    baselines of the localized paper, section 6.1, use it).
+
+    Parameters
+    ----------
+    sigma : ignored, default=None
+        Accepted (and ignored) so that ``get_kernel("linear", sigma)`` works like the other
+        names; the attribute ``sigma`` is the constant 1.0, kept only so that saved models
+        store every kernel in the same format.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from psdsos.kernels import LinearKernel
+    >>> LinearKernel()(np.array([[1.0, 2.0]]), np.array([[3.0, 4.0]]))
+    array([[11.]])
+    """
+
+    name = "linear"
+    #: Unused placeholder (the linear kernel has no bandwidth).
+    sigma = 1.0
+
+    def __init__(self, sigma=None):
+        pass
+
+    def __call__(self, X, Y=None):
+        """Gram matrix :math:`K_{ij} = \\langle X_i, Y_j \\rangle`, shape (n, m)."""
+        X, Y = _check_pair(X, Y)
+        return X @ Y.T
+
+    def diag(self, X):
+        """:math:`k(x, x) = \\|x\\|^2` for each row, shape (n,)."""
+        X = check_array_2d(X, "X")
+        return np.einsum("ij,ij->i", X, X)
+
+    def get_params(self, deep=True):
+        """No parameters: ``{}``."""
+        return {}
+
+    def __repr__(self):
+        return "LinearKernel()"
+
+    def __eq__(self, other):
+        return isinstance(other, LinearKernel)
+
+    def __hash__(self):
+        return hash("LinearKernel")
+
+
 #: Kernel classes by name (the names accepted by :func:`get_kernel`).
 KERNELS = {
     "gaussian": GaussianKernel,
@@ -746,12 +808,13 @@ def get_kernel(kernel, sigma=None):
 
     Parameters
     ----------
-    kernel : {"gaussian", "exponential", "matern32", "matern52"} or Kernel
-        Kernel name (case-insensitive) or a :class:`Kernel` instance.  An instance is
-        returned **unchanged** and ``sigma`` is then ignored (the instance carries its own
-        bandwidth).
+    kernel : {"gaussian", "exponential", "matern32", "matern52", "linear"} or Kernel
+        Kernel name (case-insensitive) or a :class:`Kernel` (or :class:`LinearKernel`)
+        instance.  An instance is returned **unchanged** and ``sigma`` is then ignored (the
+        instance carries its own bandwidth).  ``"linear"`` gives :class:`LinearKernel`
+        (no bandwidth: ``sigma`` is ignored); only the SELF estimators accept it.
     sigma : float, default=None
-        Bandwidth in ``[1e-75, 1e75]``; required when ``kernel`` is a name.
+        Bandwidth in ``[1e-75, 1e75]``; required when ``kernel`` is a radial kernel's name.
 
     Returns
     -------
@@ -770,8 +833,10 @@ def get_kernel(kernel, sigma=None):
     >>> get_kernel("Matern52", sigma=0.5)
     Matern52Kernel(sigma=0.5)
     """
-    if isinstance(kernel, Kernel):
+    if isinstance(kernel, (Kernel, LinearKernel)):
         return kernel
+    if isinstance(kernel, str) and kernel.lower() == "linear":
+        return LinearKernel()
     name = check_choice(kernel, "kernel", list(KERNELS))
     if sigma is None:
         raise ValueError(

@@ -19,7 +19,8 @@ Layout:
   decoding LP, batched Euclidean and KL projections, and the plain projections
   :func:`project_box` and :func:`project_simplex`;
 * :mod:`psdsos.structured.parts` -- parts of inputs and outputs (blocks, windows, patches)
-  for localized structured prediction (Ciliberto, Bach and Rudi), with overlap-add assembly;
+  for localized structured prediction (Ciliberto, Bach and Rudi), with overlap-add assembly,
+  and :class:`LocalizedSELF` (prediction by parts, eq. 6) with :func:`intra_locality` (eq. 21);
 * :func:`fenchel_young_loss` -- the projection-based Fenchel-Young losses (Blondel, eq. 6),
   and :class:`FenchelYoungEstimator`, trained on them with calibrated decoding (eq. 11);
 * the interface every space follows, :class:`OutputSpace`, is documented in
@@ -34,6 +35,7 @@ from psdsos.structured._common import SIGNED_L1_BOUND, NoMinimizerWarning, polic
 from psdsos.structured._estimator import KRLSEstimator, SELFEstimator
 from psdsos.structured._fenchel_young import fenchel_young_loss
 from psdsos.structured._fy_estimator import FenchelYoungEstimator
+from psdsos.structured._localized import LocalizedSELF, intra_locality
 from psdsos.structured._registry import CONTINUOUS_SPACES, get_output_space, output_spaces
 from psdsos.structured.polytopes import project_box, project_simplex
 from psdsos.structured.spaces import (
@@ -56,6 +58,8 @@ __all__ = [
     "FenchelYoungEstimator",
     "SELFEstimator",
     "KRLSEstimator",
+    "LocalizedSELF",
+    "intra_locality",
     "OutputSpace",
     "EuclideanSpace",
     "SPDSpace",

@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from psdsos._validation import check_saved_meta, validate_data
 from psdsos.estimators._base import (
-    KERNEL_OPTIONS,
+    SELF_KERNEL_OPTIONS,
     Bandwidth,
     Interval,
     Options,
@@ -50,7 +50,7 @@ class _OutputOption:
 
 
 _COMMON_CONSTRAINTS = {
-    "kernel": KERNEL_OPTIONS,
+    "kernel": SELF_KERNEL_OPTIONS,
     "sigma": Bandwidth(),
     "lam": Interval(numbers.Real, 0.0, None, closed="neither"),
     "output": _OutputOption(),
@@ -358,7 +358,10 @@ class SELFEstimator(_KernelWeights):
 
     Parameters
     ----------
-    kernel : {"gaussian", "exponential", "matern32", "matern52"} or Kernel, default="gaussian"
+    kernel : {"gaussian", "exponential", "matern32", "matern52", "linear"} or Kernel, \
+default="gaussian"
+        ``"linear"``: :math:`k(x, x') = x^\top x'` (:class:`psdsos.kernels.LinearKernel`;
+        ``sigma`` is then ignored): the weights of ridge regression without intercept.
     sigma : "scale" or float, default="scale"
         Bandwidth; "scale": :func:`psdsos.kernels.scale_bandwidth` of the training inputs,
         sqrt(n_features * X.var() / 2) (scikit-learn's ``gamma="scale"``); the value used is
