@@ -1,4 +1,5 @@
 """Localized structured prediction by parts (Ciliberto, Bach, Rudi, NeurIPS 2019, section 6).
+==========================================================================================
 
 Two experiments of the paper, on synthetic data:
 
@@ -135,11 +136,11 @@ def section_62(shape, n_train, n_test, n_aux, n_landmarks, seed):
 
 # --------------------------------------------------------------------------- main
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     ap.add_argument("--paper", action="store_true",
                     help="the paper's sizes (k = 1000, 100 runs, 50 training images of "
                          "480 x 640, m = 30,000): hours")
-    ap.add_argument("--out", default="localized_prediction.png", help="figure file")
+    ap.add_argument("--out", metavar="PATH", default=None, help="write the figure there")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     fast = os.environ.get("PSDSOS_EXAMPLE_FAST") == "1"
@@ -186,8 +187,9 @@ def main(argv=None):
 
     try:
         import matplotlib.pyplot as plt
-    except ImportError:  # pragma: no cover - optional
+    except ImportError:  # matplotlib is optional (the "plot" extra)
         plt = None
+        print("matplotlib is not installed: no figure")
     if plt is not None:
         fig = plt.figure(figsize=(15, 8))
         ax = fig.add_subplot(2, 4, 1)
@@ -225,8 +227,9 @@ def main(argv=None):
         ax.imshow(Cp)
         ax.set_title("C_pq, central patch (Fig. 7)")
         fig.tight_layout()
-        fig.savefig(args.out, dpi=80)
-        print(f"figure saved to {args.out}")
+        if args.out is not None:
+            fig.savefig(args.out, dpi=80)
+            print(f"figure saved to {args.out}")
 
     # ---- checks against the paper's findings
     gi0 = cfg61["gammas"].index(0.0)
