@@ -204,6 +204,9 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
             "lam2 must be > 0 for the dual solver (the negative-part dual needs a strongly "
             "convex regularizer); use solver='primal' for lam2 = 0"
         )
+    if getattr(problem, "prox", None) is not None:
+        return _solve_dual_prox(problem, tol=tol, max_iter=max_iter, init=init,
+                                step_size=step_size, verbose=verbose, history=history)
     Phi, d = problem.Phi, int(problem.d)
     m, r = Phi.shape
     N = r * d
@@ -218,7 +221,10 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
     if precondition:
         factor = getattr(problem, "smooth_hessian_factor", None)
         U = factor() if factor is not None else None
-        Pinv = DualPreconditioner(Phi, d, lam2, mu, U)
+        # the identity part of P: mu, or a larger curvature bound when grad^2 q - mu I is
+        # not described by U (weighted least squares: per-sample curvatures 1 / c_i)
+        shift = getattr(problem, "curvature_shift", None)
+        Pinv = DualPreconditioner(Phi, d, lam2, mu if shift is None else float(shift()), U)
         L = _metric_lipschitz(problem, Phi, d, lam2, Pinv)
         # strong convexity of q in the metric of P: mu / lambda_max(P)
         mu = mu / Pinv.lambda_max_bound(lam2) if mu > 0 else 0.0
@@ -365,6 +371,113 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
             f"psdsos dual solver did not converge: {message}. Increase max_iter or tol.",
             ConvergenceWarning,
             stacklevel=2,
+        )
+    return DualResult(
+        G=G, B=B, primal_objective=P, dual_objective=Dval, dual_gap=gap, n_iter=n_iter,
+        converged=converged, message=message, step_size=eta,
+        time=time.perf_counter() - t0, history=hist, setup_time=setup_time,
+    )
+
+
+def _solve_dual_prox(problem, *, tol, max_iter, init, step_size, verbose, history):
+    r"""Accelerated proximal gradient on :math:`D = f + h`, f the smooth part
+    (``problem.smooth`` plus the negative-part term), h = ``problem.nonsmooth_value`` with
+    ``problem.prox(V, step)`` the prox of step * h (see :func:`solve_dual`, Notes)."""
+    lam1, lam2 = float(problem.lam1), float(problem.lam2)
+    Phi, d = problem.Phi, int(problem.d)
+    m, r = Phi.shape
+    N = r * d
+    t0 = time.perf_counter()
+    every = 100 if verbose is True else int(verbose or 0)
+    if every:
+        _say(f"{type(problem).__name__} (proximal steps): {m} blocks of size {d} x {d}, B of "
+             f"size {N} x {N}; tol {tol:g}, max_iter {max_iter}")
+    L = float(problem.smooth_lipschitz()) + sos_operator_norm_sq(Phi) / lam2
+    eta_min = 1.0 / L
+    eta = max(float(step_size) if step_size is not None else 4.0 * eta_min, eta_min)
+    mu = float(problem.strong_convexity())
+    obj_floor = 1e-300
+    floors = getattr(problem, "dual_floors", None)
+    if floors is not None:
+        obj_floor = max(float(floors()[0]), 1e-300)
+    x0 = np.zeros((m, d, d)) if init is None else np.array(init, dtype=np.float64).reshape(
+        m, d, d)
+    x = problem.prox(0.5 * (x0 + x0.transpose(0, 2, 1)), 0.0)  # into the domain of h
+    negpart = NegativePart(N)
+    eye_l1 = lam1 * np.eye(N)
+
+    def S_of(G):
+        return sos_adjoint(Phi, G) + eye_l1
+
+    y = x
+    t_fista = 1.0
+    hist = {"gap": [], "dual": [], "step": []} if history else None
+    best = None
+    message = ""
+    converged = False
+    n_iter = 0
+    setup_time = time.perf_counter() - t0
+    for it in range(1, max_iter + 1):
+        n_iter = it
+        Nneg, neg_sq = negpart(S_of(y))
+        B = Nneg / lam2
+        FB = sos_evaluate(Phi, B, d)
+        qy, gq = problem.smooth(y)
+        fy = qy + neg_sq / (2 * lam2)
+        grad = gq - FB
+        P = problem.primal_objective(y, B, FB)
+        # prox step; a step larger than 1/L is kept when the quadratic upper bound holds at
+        # the new point, checked with eigenvalues only (which the gap needs anyway)
+        while True:
+            xn = problem.prox(y - eta * grad, eta)
+            diff = xn - y
+            fxn = problem.smooth_value(xn) + negpart.sq_norm(S_of(xn)) / (2 * lam2)
+            if eta <= eta_min or fxn <= fy + float(np.vdot(grad, diff)) + float(
+                    np.vdot(diff, diff)) / (2 * eta):
+                break
+            eta = max(0.5 * eta, eta_min)
+        # the gap pairs the primal point B(y) with the dual point xn (in the domain of h):
+        # P(B(y)) >= P* >= -D(xn), so it certifies both
+        Dx = fxn + float(problem.nonsmooth_value(xn))
+        gap = (P + Dx) / max(abs(P), abs(Dx), obj_floor)
+        if best is None or gap < best[0]:
+            best = (gap, xn, B, P, -Dx)
+        if hist is not None:
+            hist["gap"].append(gap)
+            hist["dual"].append(-Dx)
+            hist["step"].append(eta * L)
+        if every and (it % every == 0 or it == 1):
+            _say(f"iter {it:6d}  rel. gap {gap:.3e}  primal {P:.10g}  step*L {eta * L:.3g}  "
+                 f"{time.perf_counter() - t0:.1f} s")
+        if gap <= tol:
+            converged = True
+            message = f"relative duality gap {gap:.3e} <= tol {tol:g}"
+            break
+        # momentum with the gradient-mapping restart (O'Donoghue and Candes, 2015)
+        if float(np.vdot(y - xn, xn - x)) > 0:
+            t_fista, beta = 1.0, 0.0
+        elif mu > 0:
+            qk = np.sqrt(min(mu * eta, 1.0))
+            beta = (1 - qk) / (1 + qk)
+        else:
+            t_new = 0.5 * (1 + np.sqrt(1 + 4 * t_fista**2))
+            beta = (t_fista - 1) / t_new
+            t_fista = t_new
+        y = xn + beta * (xn - x)
+        x = xn
+        eta = 2.0 * eta  # probe a longer step next time (halved back if it fails)
+    else:
+        message = (f"maximum number of iterations {max_iter} reached with relative duality "
+                   f"gap {best[0]:.3e} > tol {tol:g}")
+    gap, G, B, P, Dval = best
+    if every:
+        _say(f"{'converged' if converged else 'stopped'} after {n_iter} iterations, "
+             f"{time.perf_counter() - t0:.1f} s: {message}")
+    if not converged:
+        warnings.warn(
+            f"psdsos dual solver did not converge: {message}. Increase max_iter or tol.",
+            ConvergenceWarning,
+            stacklevel=3,
         )
     return DualResult(
         G=G, B=B, primal_objective=P, dual_objective=Dval, dual_gap=gap, n_iter=n_iter,
