@@ -63,6 +63,8 @@ class PSDLossProblem:
             raise ValueError(f"loss={loss.name!r} takes scalar residuals only: the targets "
                              f"must be 1-D (d = 1), got matrices of size {self.d}")
         self.emp = EmpiricalLoss(loss, self.M, sample_weight)
+        if self.d == 1 and loss.scalar_only:
+            self.emp = _ScalarView(EmpiricalLoss(loss, self.M[:, 0, 0], sample_weight))
         if coefficients is not None:
             c = np.asarray(coefficients, dtype=np.float64)
             if c.shape != (self.n,) or not np.all(c > 0):
@@ -202,3 +204,36 @@ class PSDLossProblem:
         params["lam1"].value = self.lam1
         params["lam2"].value = self.lam2
         return prob, B, params
+
+
+class _ScalarView:
+    """An EmpiricalLoss of scalar residuals seen through arrays of shape (n, 1, 1)."""
+
+    def __init__(self, emp):
+        self._emp = emp
+
+    def __getattr__(self, name):
+        return getattr(self._emp, name)
+
+    @property
+    def c(self):
+        return self._emp.c
+
+    @c.setter
+    def c(self, value):
+        self._emp.c = value
+
+    def value(self, F):
+        return self._emp.value(np.asarray(F)[:, 0, 0])
+
+    def grad(self, F):
+        return self._emp.grad(np.asarray(F)[:, 0, 0])[:, None, None]
+
+    def conjugate(self, G):
+        return self._emp.conjugate(np.asarray(G)[:, 0, 0])
+
+    def conjugate_grad(self, G):
+        return self._emp.conjugate_grad(np.asarray(G)[:, 0, 0])[:, None, None]
+
+    def prox_conjugate(self, V, step):
+        return self._emp.prox_conjugate(np.asarray(V)[:, 0, 0], step)[:, None, None]
