@@ -393,8 +393,8 @@ def _solve_dual_prox(problem, *, tol, max_iter, init, step_size, verbose, histor
         _say(f"{type(problem).__name__} (proximal steps): {m} blocks of size {d} x {d}, B of "
              f"size {N} x {N}; tol {tol:g}, max_iter {max_iter}")
     L = float(problem.smooth_lipschitz()) + sos_operator_norm_sq(Phi) / lam2
-    eta_min = 1.0 / L
-    eta = max(float(step_size) if step_size is not None else 4.0 * eta_min, eta_min)
+    eta_min = 1.0 / L if step_size is None else float(step_size)
+    eta = eta_min
     mu = float(problem.strong_convexity())
     obj_floor = 1e-300
     floors = getattr(problem, "dual_floors", None)
@@ -419,23 +419,19 @@ def _solve_dual_prox(problem, *, tol, max_iter, init, step_size, verbose, histor
     setup_time = time.perf_counter() - t0
     for it in range(1, max_iter + 1):
         n_iter = it
-        Nneg, neg_sq = negpart(S_of(y))
-        B = Nneg / lam2
+        B = negpart(S_of(y))[0] / lam2
         FB = sos_evaluate(Phi, B, d)
-        qy, gq = problem.smooth(y)
-        fy = qy + neg_sq / (2 * lam2)
-        grad = gq - FB
+        grad = problem.smooth(y)[1] - FB
         P = problem.primal_objective(y, B, FB)
-        # prox step; a step larger than 1/L is kept when the quadratic upper bound holds at
-        # the new point, checked with eigenvalues only (which the gap needs anyway)
-        while True:
-            xn = problem.prox(y - eta * grad, eta)
-            diff = xn - y
-            fxn = problem.smooth_value(xn) + negpart.sq_norm(S_of(xn)) / (2 * lam2)
-            if eta <= eta_min or fxn <= fy + float(np.vdot(grad, diff)) + float(
-                    np.vdot(diff, diff)) / (2 * eta):
-                break
-            eta = max(0.5 * eta, eta_min)
+        # prox step of length 1/L (always a descent step: grad f is L-Lipschitz).  Probing
+        # longer steps (checked with eigenvalues) cost more than it saved: measured n = 100,
+        # d = 2, Huber: 143 iterations with probing against 206 without, but 1.3x the time
+        xn = problem.prox(y - eta_min * grad, eta_min)
+        if it % _GAP_EVERY and it < max_iter:
+            # the gap needs the eigenvalues at xn: checked every _GAP_EVERY iterations
+            y, x, t_fista = _momentum(y, xn, x, t_fista, mu, eta_min)
+            continue
+        fxn = problem.smooth_value(xn) + negpart.sq_norm(S_of(xn)) / (2 * lam2)
         # the gap pairs the primal point B(y) with the dual point xn (in the domain of h):
         # P(B(y)) >= P* >= -D(xn), so it certifies both
         Dx = fxn + float(problem.nonsmooth_value(xn))
@@ -445,27 +441,15 @@ def _solve_dual_prox(problem, *, tol, max_iter, init, step_size, verbose, histor
         if hist is not None:
             hist["gap"].append(gap)
             hist["dual"].append(-Dx)
-            hist["step"].append(eta * L)
-        if every and (it % every == 0 or it == 1):
-            _say(f"iter {it:6d}  rel. gap {gap:.3e}  primal {P:.10g}  step*L {eta * L:.3g}  "
+            hist["step"].append(1.0)
+        if every and (it % every < _GAP_EVERY or it == _GAP_EVERY):
+            _say(f"iter {it:6d}  rel. gap {gap:.3e}  primal {P:.10g}  "
                  f"{time.perf_counter() - t0:.1f} s")
         if gap <= tol:
             converged = True
             message = f"relative duality gap {gap:.3e} <= tol {tol:g}"
             break
-        # momentum with the gradient-mapping restart (O'Donoghue and Candes, 2015)
-        if float(np.vdot(y - xn, xn - x)) > 0:
-            t_fista, beta = 1.0, 0.0
-        elif mu > 0:
-            qk = np.sqrt(min(mu * eta, 1.0))
-            beta = (1 - qk) / (1 + qk)
-        else:
-            t_new = 0.5 * (1 + np.sqrt(1 + 4 * t_fista**2))
-            beta = (t_fista - 1) / t_new
-            t_fista = t_new
-        y = xn + beta * (xn - x)
-        x = xn
-        eta = 2.0 * eta  # probe a longer step next time (halved back if it fails)
+        y, x, t_fista = _momentum(y, xn, x, t_fista, mu, eta_min)
     else:
         message = (f"maximum number of iterations {max_iter} reached with relative duality "
                    f"gap {best[0]:.3e} > tol {tol:g}")
@@ -484,6 +468,25 @@ def _solve_dual_prox(problem, *, tol, max_iter, init, step_size, verbose, histor
         converged=converged, message=message, step_size=eta,
         time=time.perf_counter() - t0, history=hist, setup_time=setup_time,
     )
+
+
+#: The proximal path evaluates its duality gap every this many iterations.
+_GAP_EVERY = 4
+
+
+def _momentum(y, xn, x, t_fista, mu, eta):
+    """Next extrapolated point of accelerated proximal gradient, with the gradient-mapping
+    restart (O'Donoghue and Candes, 2015): returns (y, x, t)."""
+    if float(np.vdot(y - xn, xn - x)) > 0:
+        return xn, xn, 1.0
+    if mu > 0:
+        qk = np.sqrt(min(mu * eta, 1.0))
+        beta = (1 - qk) / (1 + qk)
+    else:
+        t_new = 0.5 * (1 + np.sqrt(1 + 4 * t_fista**2))
+        beta = (t_fista - 1) / t_new
+        t_fista = t_new
+    return xn + beta * (xn - x), xn, t_fista
 
 
 def _say(text):
