@@ -125,6 +125,10 @@ class Loss:
     scalar_only = False
     smoothness = np.inf
     conjugate_smoothness = 0.0
+    #: the conjugate is |S|^2 / 2 plus the indicator of a convex set C (Huber losses), whose
+    #: projection is ``prox_conjugate(V, 0)``: the dual solver can then take proximal
+    #: steps in a non-Euclidean metric (see psdsos.solvers.solve_dual)
+    conjugate_is_quadratic_on_set = False
 
     def _check(self, R, name="R"):
         R = np.asarray(R, dtype=np.float64)
@@ -234,6 +238,7 @@ class HuberLoss(Loss):
     """
 
     name = "huber"
+    conjugate_is_quadratic_on_set = True
     smoothness = 1.0
     conjugate_smoothness = 1.0
 
@@ -293,6 +298,7 @@ class EntrywiseHuberLoss(Loss):
     """
 
     name = "huber_entrywise"
+    conjugate_is_quadratic_on_set = True
     smoothness = 1.0
     conjugate_smoothness = 1.0
 

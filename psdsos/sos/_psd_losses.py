@@ -121,6 +121,15 @@ class PSDLossProblem:
         """prox of step * L^* (the ball / box projections of the loss)."""
         return self.emp.prox_conjugate(V, step)
 
+    def quadratic_set(self):
+        """(M, c, project) when each conjugate term is <G_i, M_i> + |G_i|^2 / (2 c_i) on
+        the set c_i C (Huber losses: C a ball or a box, ``project`` its projection); None
+        otherwise.  The dual solver then takes its proximal steps in the preconditioner's
+        metric."""
+        if self.prox is None or not self.loss.conjugate_is_quadratic_on_set:
+            return None
+        return self.M, self.emp.c, lambda V: self.loss.prox_conjugate(V, 0.0)
+
     def nonsmooth_value(self, G):
         """L^*(G) on the prox path (inf outside its domain)."""
         return self.emp.conjugate(G)
