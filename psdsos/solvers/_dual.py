@@ -42,6 +42,15 @@ The solver is an accelerated (Nesterov/FISTA) gradient method with
   convex regression 1e-6 of the objective of the constant fit), so that an optimum at
   0 (P = D = 0) stops at once instead of comparing rounding errors;
 * negative parts from partial eigendecompositions (only the smaller side of the spectrum).
+
+Problems whose q is not smooth (losses with a non-smooth conjugate: Huber, absolute,
+quantile; ``psdsos.sos.PSDLossProblem``) offer ``prox`` and ``nonsmooth_value`` instead, and
+the solver runs accelerated proximal gradient on D = f + h, f the negative-part term,
+h = q (Theorem 3, eq. 10 with q = sum_i l_i^*), stopping on the same relative duality gap,
+here between B(Y) (PSD) and the prox output (in the domain of h).  For the Huber losses
+(h = quadratic + indicators of balls or boxes) the steps are taken in the metric of the
+curvature bound (K_Phi o K_Phi) kron I / lam2 through an inner dual solve (``_MetricProx``);
+otherwise (``precondition=False``, absolute, quantile) they are Euclidean, of length 1/L.
 """
 
 from __future__ import annotations
@@ -173,7 +182,9 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
         :math:`\mathbf P = \nabla^2 q + \lambda_2^{-1}\mathcal A\mathcal A^*`
         (:class:`~psdsos.solvers.DualPreconditioner`), in which the Lipschitz constant is
         <= 1 whatever the conditioning of the kernel matrix.  ``False`` gives plain
-        Euclidean gradient steps (the reference).
+        Euclidean gradient steps (the reference).  Proximal problems: True takes the steps
+        in the metric of the curvature bound when the problem offers ``quadratic_set``
+        (Huber losses), False (and the other losses) Euclidean proximal steps.
     verbose : bool or int
         Progress on stderr: a first line with the problem size before the setup work
         (preconditioner), then the relative gap, relative constraint residual (coupled

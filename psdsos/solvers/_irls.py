@@ -91,10 +91,10 @@ def solve_huber_irls(problem, *, tol=1e-7, max_iter=10000, init=None, verbose=Fa
                      (emp.grad(FB), problem.prox(res.G, 0.0))), key=lambda t: t[0])
         gap = (P + D) / max(abs(P), abs(D), 1e-300)
         if best is None or gap < best[0]:
-            stall = 0 if best is None or gap < 0.9 * best[0] else stall + 1
+            stall = 0
             best = (gap, Gh, res.B, P, -D)
         else:
-            stall += 1
+            stall += 1  # no progress at all: rounding of the inner solves
         if verbose:
             _say(f"IRLS step {outer:3d}: {res.n_iter} inner iterations (tol {inner_tol:.1e}), "
                  f"Huber rel. gap {gap:.3e}, primal {P:.10g}")

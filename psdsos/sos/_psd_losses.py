@@ -36,6 +36,11 @@ from psdsos.sos._primitive import SoSBlock
 
 __all__ = ["PSDLossProblem"]
 
+#: Largest low-rank factor of the weighted least-squares Hessian given to the
+#: preconditioner (a dense (n d^2) x k matrix and a k x k Cholesky factor); beyond it the
+#: largest curvature max_i 1/c_i is the identity part (an upper bound: safe, slower).
+_MAX_FACTOR_COLUMNS = 512
+
 
 class PSDLossProblem:
     r"""PSD-valued regression with loss ``loss`` and sample weights (module docstring).
@@ -102,14 +107,14 @@ class PSDLossProblem:
     def smooth_hessian_factor(self):
         r"""U with :math:`\nabla^2 q = \mu I + UU^T` for the weighted squared loss (per
         sample 1/c_i; the samples above mu = min 1/c_i carry a column per entry), when it
-        has at most half as many columns as entries; None otherwise."""
+        has at most half as many columns as entries and at most 512; None otherwise."""
         if self.prox is not None or not isinstance(self.loss, SquaredLoss):
             return None
         curv = 1.0 / self.emp.c
         mu = curv.min()
         extra = np.flatnonzero(curv > mu * (1 + 1e-12))
         d2 = self.d * self.d
-        if len(extra) * d2 > self.n * d2 // 2:
+        if len(extra) * d2 > min(self.n * d2 // 2, _MAX_FACTOR_COLUMNS):
             return None
         U = np.zeros((self.n * d2, len(extra) * d2))
         for k, i in enumerate(extra):
