@@ -19,7 +19,7 @@ from psdsos.losses import (
     HuberLoss,
     QuantileLoss,
 )
-from psdsos.solvers import solve_dual, solve_primal
+from psdsos.solvers import solve_dual, solve_huber_irls, solve_primal
 from psdsos.sos import PSDLossProblem
 
 KW = dict(kernel="exponential", sigma=0.2, lam1=1e-4, lam2=1e-3)
@@ -244,3 +244,14 @@ def test_metric_and_euclidean_proximal_steps_reach_the_same_certified_optimum(lo
         assert met.n_iter < euc.n_iter
         # every dual point stays in the domain (balls / boxes of size c_i delta)
         assert np.isfinite(prob.nonsmooth_value(met.G))
+
+
+def test_irls_warns_when_out_of_iterations_and_refuses_other_losses():
+    X, M = _data()
+    Phi = ExactFeatures(get_kernel("exponential", 0.2)).fit(X).transform(X)
+    prob = PSDLossProblem(Phi, M, 1e-4, 1e-3, HuberLoss(0.1))
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        res = solve_huber_irls(prob, tol=1e-12, max_iter=3)
+    assert not res.converged and res.dual_gap > 1e-12
+    with pytest.raises(ValueError, match="huber"):
+        solve_huber_irls(PSDLossProblem(Phi, M, 1e-4, 1e-3, EntrywiseHuberLoss(0.1)))

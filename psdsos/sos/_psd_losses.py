@@ -22,7 +22,9 @@ residuals clipped to the ball of radius delta, times c_i).
 When :math:`\ell^*` is smooth (squared, expectile) L^* is the smooth part q of
 :func:`psdsos.solvers.solve_dual`; otherwise (Huber, absolute, quantile: indicators of a
 ball or a box, plus a quadratic) the problem offers ``prox`` and ``nonsmooth_value`` and
-the solver takes proximal steps on L^*, the smooth part being the negative-part term alone.
+the solver takes proximal steps on L^*, the smooth part being the negative-part term alone;
+for the Huber losses (``quadratic_set``) in the metric of the negative-part term's curvature
+bound, otherwise Euclidean (see :mod:`psdsos.solvers._dual`).
 """
 
 from __future__ import annotations
