@@ -255,3 +255,20 @@ def test_irls_warns_when_out_of_iterations_and_refuses_other_losses():
     assert not res.converged and res.dual_gap > 1e-12
     with pytest.raises(ValueError, match="huber"):
         solve_huber_irls(PSDLossProblem(Phi, M, 1e-4, 1e-3, EntrywiseHuberLoss(0.1)))
+
+
+@pytest.mark.parametrize("loss, delta", [("huber", 0.1), ("absolute", None)])
+def test_nystrom_features_and_warm_starts_with_other_losses(loss, delta):
+    """Nystrom features (m = 40 > r(r+1)/2 = 21: the preconditioner's complement case) match
+    the primal; a warm start from the previous dual variable needs fewer iterations."""
+    X, M = _data(n=40)
+    kw = dict(KW, loss=loss, delta=delta, n_landmarks=6, random_state=0, tol=1e-9,
+              max_iter=50000)
+    dual = PSDRegressor(**kw).fit(X, M)
+    prim = PSDRegressor(**dict(kw, solver="primal", primal_solver="CLARABEL")).fit(X, M)
+    assert _rel(dual.objective_, prim.objective_) < 1e-5
+    warm = PSDRegressor(warm_start=True, **kw).fit(X, M)
+    cold_iters = PSDRegressor(**dict(kw, lam2=1.1 * KW["lam2"])).fit(X, M).n_iter_
+    warm.set_params(lam2=1.1 * KW["lam2"]).fit(X, M)
+    assert warm.n_iter_ <= cold_iters
+    assert warm.dual_gap_ <= 1e-9
