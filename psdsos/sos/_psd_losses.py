@@ -179,10 +179,14 @@ class PSDLossProblem:
                 cands.append(self.emp.prox_conjugate(G, 0.0) if self.prox is not None else G)
 
         def dval(G):
-            S = sos_adjoint(self.Phi, G) + self.lam1 * np.eye(self.Phi.shape[1] * self.d)
-            w = np.linalg.eigvalsh(0.5 * (S + S.T))
-            return self.emp.conjugate(G) + float(np.sum(np.minimum(w, 0) ** 2)) / (
-                2 * self.lam2) if self.lam2 > 0 else self.emp.conjugate(G)
+            """D(G) of eq. (10); for lam2 = 0 at the largest t G (t <= 1) with
+            A*(t G) + lam1 I PSD, as psdsos.solvers' certificate evaluates it."""
+            w = np.linalg.eigvalsh(sos_adjoint(self.Phi, G))
+            if self.lam2 > 0:
+                neg = np.minimum(w + self.lam1, 0.0)
+                return float(self.emp.conjugate(G)) + float(neg @ neg) / (2 * self.lam2)
+            t = 1.0 if w[0] + self.lam1 >= 0 else self.lam1 / -w[0]
+            return float(self.emp.conjugate(t * G))
 
         return min(cands, key=dval)
 
