@@ -6,7 +6,7 @@ import numbers
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
@@ -25,8 +25,9 @@ from psdsos.estimators._base import (
     validate_params,
 )
 from psdsos.features import ExactFeatures, NystromFeatures
-from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_primal
-from psdsos.sos import PSDLeastSquares, PSDModel, project_psd
+from psdsos.losses import LOSSES, Loss, SquaredLoss, get_loss
+from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_huber_irls, solve_primal
+from psdsos.sos import PSDLeastSquares, PSDLossProblem, PSDModel, project_psd
 
 __all__ = ["PSDRegressor"]
 
@@ -49,6 +50,22 @@ def _scaled_lam1(lam1, e, Phi, d):
         return float(min(np.ldexp(float(lam1), -e), cap))
 
 
+def _weighted_scale(X, w):
+    """``sigma="scale"`` (:func:`psdsos.kernels.scale_bandwidth`) of the data set whose
+    row i is repeated w_i times: the weighted variance of all entries."""
+    top = float(np.abs(X).max())
+    Xs = X / top if top > 0 else X
+    p = X.shape[1]
+    wn = w / w.sum()
+    mean = float(wn @ Xs.sum(axis=1)) / p
+    var = float(wn @ ((Xs - mean) ** 2).sum(axis=1)) / p
+    sigma = np.sqrt(var) * top * np.sqrt(p / 2.0)
+    if not (np.isfinite(sigma) and sigma > 0):
+        raise ValueError("X has zero spread among the rows of positive weight: sigma='scale' "
+                         "cannot derive a bandwidth; give a numeric sigma > 0")
+    return float(sigma)
+
+
 @register_loadable
 class PSDRegressor(RegressorMixin, BaseEstimator):
     r"""Regression with PSD-valued kernel sums-of-squares, PSD paper eq. (11).
@@ -60,6 +77,12 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         J(\mathbf B) = \frac{1}{2n}\sum_{i=1}^n \|F_{\mathbf B}(x_i) - \mathbf M_i\|_F^2
           + \lambda_1 \operatorname{Tr}\mathbf B + \frac{\lambda_2}{2}\|\mathbf B\|_F^2,
         \qquad F_{\mathbf B}(x) = \Psi(x)^T \mathbf B \Psi(x),
+
+    or, with another loss :math:`\ell` and sample weights w (Theorems 2-3, eq. 9-10),
+    :math:`\sum_i c_i\,\ell(F_{\mathbf B}(x_i) - \mathbf M_i)` in place of the first term,
+    :math:`c_i = w_i / \sum_j w_j` (1/n without weights; the squared loss is
+    :math:`\ell(R) = \frac12\|R\|_F^2`, so the two agree, and "huber" tends to it as
+    delta -> inf),
 
     with :math:`\Psi(x) = (\mathbf R^{-T} v(x)) \otimes I_d` (eq. 8; exact features, r = n)
     or Nystrom features of rank r.  Every prediction is PSD by construction
@@ -93,6 +116,19 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
     random_state : None, int or Generator
         Seeds the Nystrom landmarks.
     verbose : bool or int, default=False
+    loss : {"squared", "huber", "huber_entrywise", "absolute"} or Loss, default="squared"
+        The loss of the residual :math:`R = F(x_i) - \mathbf M_i` (:mod:`psdsos.losses`):
+        :math:`\frac12\|R\|_F^2`; Huber of the Frobenius norm :math:`h_\delta(\|R\|_F)`
+        (:math:`t^2/2` up to delta, :math:`\delta(t - \delta/2)` beyond); the sum of the
+        entries' Huber losses; :math:`\|R\|_F`.  A Loss object of a scalar loss
+        (quantile, expectile) needs 1-D targets.  Non-smooth conjugates (Huber, absolute)
+        are handled by proximal steps in the dual solver (see ``huber_method``).
+    delta : float > 0 or None, default=None
+        Huber threshold, in the units of the targets (required by the Huber losses).
+    huber_method : {"prox", "irls"}, default="prox"
+        Dual solver for loss="huber": accelerated proximal gradient on eq. (10), or
+        iteratively reweighted least squares on the squared dual with warm starts
+        (:func:`psdsos.solvers.solve_huber_irls`; measured slower, kept as a check).
 
     Attributes
     ----------
@@ -113,9 +149,16 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
     dual_gap_ : float
         Relative duality gap at the solution: the dual solver's, or for the primal the gap
         between J(B_) and the dual of eq. (12) at Gamma_i = (F(x_i) - M_i) / n (NaN for the
-        primal with lam2 = 0, whose dual is not the negative-part form).
+        primal with lam2 = 0, whose dual is not the negative-part form).  Other losses:
+        the same for eq. (10) at :math:`\Gamma_i = c_i\nabla\ell(F(x_i) - M_i)` or the
+        solver's multipliers.
     dual_coef_ : ndarray (n, d, d)
-        The dual variable Gamma (dual solver); Gamma_i = (F(x_i) - M_i) / n at the optimum.
+        The dual variable Gamma (dual solver); Gamma_i = (F(x_i) - M_i) / n at the optimum
+        (other losses: :math:`c_i\nabla\ell(F(x_i) - M_i)`, for Huber the residuals
+        clipped to the ball of radius delta, over n).  Rows of weight 0 are dropped before
+        the fit and have no entry.
+    loss_ : Loss
+        The loss object used.
     n_outputs_ : int
         d, the size of the predicted matrices.
     n_features_in_ : int
@@ -145,11 +188,15 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         "warm_start": Bool(),
         "random_state": RandomState(),
         "verbose": Verbose(),
+        "loss": Options(["squared", "huber", "huber_entrywise", "absolute"], types=(Loss,)),
+        "delta": Interval(numbers.Real, 0.0, None, closed="neither", allow_none=True),
+        "huber_method": Options(["prox", "irls"]),
     }
 
     def __init__(self, kernel="gaussian", sigma="scale", *, lam1=0.0, lam2=1e-3, solver="dual",
                  primal_solver="SCS", n_landmarks=None, landmarks="uniform", tol=1e-7,
-                 max_iter=10000, warm_start=False, random_state=None, verbose=False):
+                 max_iter=10000, warm_start=False, random_state=None, verbose=False,
+                 loss="squared", delta=None, huber_method="prox"):
         self.kernel = kernel
         self.sigma = sigma
         self.lam1 = lam1
@@ -163,6 +210,9 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
+        self.loss = loss
+        self.delta = delta
+        self.huber_method = huber_method
 
     # ------------------------------------------------------------------------------------
     def _validate_targets(self, y, n):
@@ -178,7 +228,20 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
             return Mr, True
         return check_psd_targets(y_arr, "y", n_samples=n), False
 
-    def fit(self, X, y):
+    def _resolve_loss(self):
+        loss = self.loss
+        if isinstance(loss, str):
+            name = loss.lower()
+            if name in ("huber", "huber_entrywise") and self.delta is None:
+                raise ValueError(f"delta must be a positive real number for loss={name!r} (the "
+                                 "Huber threshold, in the units of the targets), got None")
+            return get_loss(name, delta=self.delta if name.startswith("huber") else None)
+        if self.delta is not None:
+            raise ValueError("delta must be None when loss is a Loss object (set it on the "
+                             f"object), got delta={self.delta!r}")
+        return loss
+
+    def fit(self, X, y, sample_weight=None):
         r"""Fit the SoS model to PSD (or symmetric, noisy) targets.
 
         Parameters
@@ -188,6 +251,11 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
             The target matrices (:math:`\mathbf M_i` of eq. 11).  A 1-D array of shape
             (n_samples,) fits the scalar non-negative model (d = 1) and makes ``predict``
             return 1-D arrays.
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights, scikit-learn's semantics: an integer weight counts the
+            row that many times, a weight 0 drops it (before the features are built),
+            scaling all weights changes nothing (the loss is
+            :math:`\sum_i w_i\ell_i / \sum_i w_i`).
 
         Returns
         -------
@@ -198,6 +266,26 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         n = X.shape[0]
         M, scalar = self._validate_targets(y, n)
         d = M.shape[1]
+        loss = self._resolve_loss()
+        if loss.scalar_only and d != 1:
+            raise ValueError(f"loss={loss!r} takes scalar residuals: y must be 1-D "
+                             f"(n_samples,), got matrices of size {d}")
+        if self.huber_method == "irls" and not (type(loss).__name__ == "HuberLoss"
+                                                 and self.solver == "dual"):
+            raise ValueError("huber_method='irls' needs loss='huber' and solver='dual', got "
+                             f"loss={self.loss!r}, solver={self.solver!r}")
+        weights = None
+        if sample_weight is not None:
+            w = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                     ensure_non_negative=True)
+            keep = w > 0
+            if keep.sum() < 2:
+                raise ValueError("sample_weight must have at least 2 positive entries (rows of "
+                                 f"weight 0 are dropped), got {int(keep.sum())}")
+            X, M, w = X[keep], M[keep], w[keep]
+            n = X.shape[0]
+            # equal weights: the unweighted problem itself (scaling changes nothing)
+            weights = None if np.all(w == w[0]) else w
         if self.lam1 == 0 and self.lam2 == 0:
             # J(B) is then bounded below but its infimum is in general not attained (PSD
             # paper, Theorem 2 needs lam1 > 0 or lam2 > 0): minimizing sequences have
@@ -212,7 +300,12 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
                 "lam2 = 0 is not supported by solver='dual' (the dual of eq. 12 needs lam2 > 0); "
                 "use solver='primal', which handles lam2 = 0 with lam1 >= 0"
             )
-        kernel = resolve_kernel(self.kernel, self.sigma, X)
+        if (weights is not None and isinstance(self.sigma, str) and self.sigma == "scale"
+                and isinstance(self.kernel, str)):
+            # the bandwidth of the data set with rows repeated w_i times
+            kernel = resolve_kernel(self.kernel, _weighted_scale(X, weights), X)
+        else:
+            kernel = resolve_kernel(self.kernel, self.sigma, X)
         if self.n_landmarks is None:
             features = ExactFeatures(kernel).fit(X)
         else:
@@ -227,18 +320,38 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         # The fit is equivariant: J(c B'; M, lam1) = c^2 J'(B'; M / c, lam1 / c).  Solve at the
         # unit scale c = 2^e ~ max|M| (exact in floating point) and map back, so that targets
         # whose squares overflow or underflow are fitted like any others.
+        # Other losses: l(c R) = c^p l'(R) (Loss.rescaled), so that
+        # J(c B') = c^p [L'(R') + c^(1-p) lam1 Tr B' + c^(2-p) lam2 / 2 |B'|^2] and
+        # Gamma = c^(p-1) Gamma'; a loss without a known homogeneity is fitted unscaled.
         e = _target_exponent(M)
-        problem = PSDLeastSquares(Phi, np.ldexp(M, -e), _scaled_lam1(self.lam1, e, Phi, d),
-                                  self.lam2)
+        plain = isinstance(loss, SquaredLoss) and weights is None
+        scaled = loss.rescaled(np.ldexp(1.0, e)) if not plain else None
+        if plain:
+            p = 2
+            problem = PSDLeastSquares(Phi, np.ldexp(M, -e), _scaled_lam1(self.lam1, e, Phi, d),
+                                      self.lam2)
+        else:
+            if scaled is None:
+                e, p, loss_u = 0, 2, loss
+            else:
+                loss_u, p = scaled
+            lam1_u = _scaled_lam1(self.lam1, e, Phi, d) if p == 2 else float(self.lam1)
+            lam2_u = float(np.ldexp(self.lam2, e)) if p == 1 else float(self.lam2)
+            problem = PSDLossProblem(Phi, np.ldexp(M, -e), lam1_u, lam2_u, loss_u, weights)
+        ge = (p - 1) * e  # Gamma = 2^ge Gamma'
         if self.solver == "dual":
             init = None
             if (self.warm_start and getattr(self, "dual_coef_", None) is not None
                     and self.dual_coef_.shape == M.shape):
-                init = np.ldexp(self.dual_coef_, -e)
-            res = solve_dual(problem, tol=self.tol, max_iter=self.max_iter, init=init,
-                             verbose=self.verbose)
+                init = np.ldexp(self.dual_coef_, -ge)
+            if self.huber_method == "irls":
+                res = solve_huber_irls(problem, tol=self.tol, max_iter=self.max_iter, init=init,
+                                       verbose=self.verbose)
+            else:
+                res = solve_dual(problem, tol=self.tol, max_iter=self.max_iter, init=init,
+                                 verbose=self.verbose)
             B = res.B
-            self.dual_coef_ = np.ldexp(res.G, e)
+            self.dual_coef_ = np.ldexp(res.G, ge)
             self.dual_gap_ = float(res.dual_gap)
             self.n_iter_ = int(res.n_iter)
         else:
@@ -256,7 +369,8 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         self.B_ = self.model_.B
         # J(B_) = 2^(2e) J'(B_ / 2^e); inf only when the objective itself exceeds the float range
         with np.errstate(over="ignore", under="ignore"):
-            self.objective_ = float(np.ldexp(problem.objective(np.ldexp(self.B_, -e)), 2 * e))
+            self.objective_ = float(np.ldexp(problem.objective(np.ldexp(self.B_, -e)), p * e))
+        self.loss_ = loss
         self.n_outputs_ = d
         self._scalar_targets = scalar
         return self
@@ -324,6 +438,14 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
     def save(self, path):
         """Save the fitted model to ``path`` (.npz + JSON metadata; never pickle)."""
         check_is_fitted(self, "model_")
+        est = self
+        if isinstance(self.loss, Loss):
+            # built-in losses are saved by name and parameter; anything else cannot be
+            lp = self.loss.params()
+            if type(self.loss) is not LOSSES.get(lp["loss"]) or set(lp) - {"loss", "delta"}:
+                raise ValueError(f"cannot save {type(self).__name__} with the loss object "
+                                 f"{self.loss!r}: only the losses named by loss= are saved")
+            est = clone(self).set_params(loss=lp["loss"], delta=lp.get("delta"))
         arrays, mmeta = self.model_.to_arrays()
         extra = {
             "model": mmeta,
@@ -333,7 +455,7 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
                 "scalar_targets": bool(self._scalar_targets),
             },
         }
-        save_estimator(self, path, arrays, extra)
+        save_estimator(est, path, arrays, extra)
 
     #: Saved metadata (checked by psdsos.load before _from_saved).
     _SAVED_META = {
@@ -369,4 +491,5 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         est.dual_gap_ = f["dual_gap_"]
         est.n_features_in_ = f["n_features_in_"]
         est._scalar_targets = f["scalar_targets"]
+        est.loss_ = est._resolve_loss()
         return est

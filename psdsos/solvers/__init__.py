@@ -1,6 +1,7 @@
 """Solvers: one accelerated dual solver for negative-part duals, CVXPY primal solves."""
 
 from psdsos.solvers._dual import DualProblem, DualResult, solve_dual
+from psdsos.solvers._irls import solve_huber_irls
 from psdsos.solvers._negpart import NegativePart
 from psdsos.solvers._precond import DualPreconditioner
 from psdsos.solvers._primal import (
@@ -17,6 +18,7 @@ __all__ = [
     "DualProblem",
     "DualResult",
     "solve_dual",
+    "solve_huber_irls",
     "NegativePart",
     "PRIMAL_SOLVERS",
     "PrimalResult",

@@ -172,6 +172,9 @@ def dual_value(problem, G):
         q = float(problem.smooth(G)[0])
     except ValueError:
         return float("nan")
+    if getattr(problem, "prox", None) is not None:
+        # a non-smooth conjugate (Huber, absolute, quantile losses): its own value
+        q += float(problem.nonsmooth_value(G))
     return q + neg_sq
 
 

@@ -10,10 +10,12 @@ from psdsos.sos._maps import sos_adjoint, sos_evaluate, sos_operator_norm_sq
 from psdsos.sos._model import PSDModel, load_npz, project_psd, save_npz
 from psdsos.sos._objectives import ConvexRegressionProblem, PSDLeastSquares
 from psdsos.sos._primitive import SoSBlock, sos_constraints
+from psdsos.sos._psd_losses import PSDLossProblem
 
 __all__ = [
     "PSDModel",
     "PSDLeastSquares",
+    "PSDLossProblem",
     "ConvexRegressionProblem",
     "ConvexRegressionExactProblem",
     "exact_value",
