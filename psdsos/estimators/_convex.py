@@ -25,6 +25,12 @@ from psdsos.estimators._base import (
     save_estimator,
     validate_params,
 )
+from psdsos.estimators._weights import (
+    check_sample_weight,
+    first_unique_rows,
+    resolve_kernel_weighted,
+    weighted_mean_std,
+)
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.features._features import _greedy_pivots
 from psdsos.kernels import get_kernel
@@ -293,22 +299,27 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         return -1.0 if self.concave else 1.0
 
     # ---- standardized units -----------------------------------------------------------------
-    def _set_scaling(self, kernel, X, y):
+    def _set_scaling(self, kernel, X, y, w=None):
         """x_offset_, x_scale_, y_offset_, y_scale_ of the standardized problem.
 
         u = (x - x_offset_) / x_scale_ with x_scale_ = the bandwidth sigma (the kernel has
         bandwidth 1 in u) and t = s (y - y_offset_) / y_scale_ (s = -1 when concave), with
         y_offset_ = mean(y) (0 without intercept) and y_scale_ the standard deviation of y
         (its root mean square without intercept; 1 when y is constant).  Computed on y /
-        max|y| and scaled back: no overflow for |y| up to the float range.
+        max|y| and scaled back: no overflow for |y| up to the float range.  With sample
+        weights, the weighted mean and standard deviation (those of the duplicated rows for
+        integer weights).
         """
-        self.x_offset_ = X.mean(axis=0)
+        self.x_offset_ = X.mean(axis=0) if w is None else (w / np.sum(w)) @ X
         self.x_scale_ = float(kernel.sigma)
         a = float(np.max(np.abs(y)))
         if a == 0.0:
             self.y_offset_, self.y_scale_ = 0.0, 1.0
             return
-        self.y_offset_, sd = scaled_mean_std(y, center=self.fit_intercept)
+        if w is None:
+            self.y_offset_, sd = scaled_mean_std(y, center=self.fit_intercept)
+        else:
+            self.y_offset_, sd = weighted_mean_std(y, w, center=self.fit_intercept)
         self.y_scale_ = sd if sd > 0 else a
 
     def _standardize(self, kernel, X, Z, y):
@@ -342,9 +353,12 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     def _constraint_points(self, X, kernel=None):
         cp_ = self.constraint_points
         if cp_ is None:
-            m_auto = auto_constraint_budget(X.shape[0], X.shape[1], self.n_landmarks)
+            # chosen among the distinct rows (first occurrences, in order): duplicated rows
+            # (integer sample weights) do not change the choice
             if kernel is None:
                 kernel = resolve_kernel(self.kernel, self.sigma, X)
+            X = first_unique_rows(X)
+            m_auto = auto_constraint_budget(X.shape[0], X.shape[1], self.n_landmarks)
             cand = X
             p = X.shape[1]
             if X.shape[0] >= m_auto and 2**p <= AUTO_CORNER_FRACTION * m_auto:
@@ -367,13 +381,18 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             )
         return Z
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit f to (X, y) under the sampled Hessian constraint.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features), n_samples >= 2
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights w_i: the data term becomes
+            sum_i w_i (y_i - f(x_i))^2 / sum_i w_i (scikit-learn semantics: integer
+            weights equal duplicated rows, rows of weight 0 are dropped, scaling all the
+            weights changes nothing; see "Sample weights").
         """
         validate_params(self)
         y_kind = getattr(np.asarray(y) if y is not None else None, "dtype", None)
@@ -381,7 +400,13 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             raise ValueError(f"y must be numeric (real targets), got dtype {y_kind}")
         X, y = validate_data(self, X, y, reset=True, dtype=np.float64, ensure_min_samples=2,
                              y_numeric=True)
-        kernel = resolve_kernel(self.kernel, self.sigma, X)
+        X, y, w = check_sample_weight(sample_weight, X, y)
+        if X.shape[0] < 2:
+            raise ValueError(
+                f"sample_weight leaves {X.shape[0]} sample of positive weight; at least 2 "
+                "are required"
+            )
+        kernel = resolve_kernel_weighted(self.kernel, self.sigma, X, w)
         if kernel.differentiability < 2:
             raise ValueError(
                 f"kernel {kernel.name!r} is not twice differentiable; convex regression needs "
@@ -404,7 +429,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             raise ValueError("rho = 0 is not supported by solver='dual'; use solver='primal'")
         n = X.shape[0]
         Z = self._constraint_points(X, kernel)
-        self._set_scaling(kernel, X, y)
+        self._set_scaling(kernel, X, y, w)
         rank = self.n_landmarks
         if self.constraint_points is None and rank is not None and rank >= Z.shape[0]:
             rank = None  # the default chose fewer points than the rank: exact on them
@@ -422,11 +447,12 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         # the problem is solved in standardized units (see _set_scaling), mapped back after
         U, Zu, t, kernel_u = self._standardize(kernel, X, Z, y)
         if self.representation == "exact":
-            return self._fit_exact(kernel_u, features, X, U, t, Z, Zu, Phi)
+            return self._fit_exact(kernel_u, features, X, U, t, Z, Zu, Phi, w)
         K = kernel_u(U, U)
         Hk = kernel_u.hessian(Zu, U)
         E = np.hstack([np.ones((n, 1)), U]) if self.fit_intercept else None
-        problem = ConvexRegressionProblem(K, Hk, Phi, t, E, self.rho, self.lam1, self.lam2)
+        problem = ConvexRegressionProblem(K, Hk, Phi, t, E, self.rho, self.lam1, self.lam2,
+                                          sample_weight=w)
         alpha, beta, B = self._solve(problem, Z, ("alpha", "beta"))
         self.__dict__.pop("gamma_", None)  # no stale exact-representation coefficients
         self._set_fitted(kernel, features, X, Z, *self._unscale(alpha, beta, B))
@@ -495,7 +521,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             self.intercept_ = 0.0
             self.coef_ = np.zeros(X.shape[1])
 
-    def _fit_exact(self, kernel_u, features, X, U, t, Z, Zu, Phi):
+    def _fit_exact(self, kernel_u, features, X, U, t, Z, Zu, Phi, w=None):
         """representation="exact": eq. (37) in the primal or its dual (Proposition 17), in
         standardized units (kernel_u, U, t, Zu), mapped back to the user's."""
         if kernel_u.differentiability < 4:
@@ -507,7 +533,8 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         n = X.shape[0]
         E = np.hstack([np.ones((n, 1)), U]) if self.fit_intercept else None
         problem = ConvexRegressionExactProblem(kernel_u, U, Zu, Phi, t, E,
-                                               self.rho, self.lam1, self.lam2)
+                                               self.rho, self.lam1, self.lam2,
+                                               sample_weight=w)
         alpha, gamma, beta, B = self._solve(problem, Z, ("alpha", "gamma", "beta"))
         self._set_fitted(features.kernel_, features, X, Z, *self._unscale(alpha, beta, B))
         # d_pq k in standardized units = s_x^2 d_pq k in the user's: gamma scales by s_y s_x^2
