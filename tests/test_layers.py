@@ -19,6 +19,7 @@ PKG = ROOT / "psdsos"
 KNOWN = {
     "kernels",
     "features",
+    "losses",
     "sos",
     "solvers",
     "estimators",
@@ -37,8 +38,9 @@ TOP_MODULES = {"__init__", "_validation", "__main__", "_version"}
 ALLOWED = {
     "kernels": set(),
     "features": {"kernels"},
-    "sos": {"kernels", "features"},
-    "solvers": {"kernels", "features", "sos"},
+    "losses": set(),
+    "sos": {"kernels", "features", "losses"},
+    "solvers": {"kernels", "features", "losses", "sos"},
     "geometry": set(),
     "estimators": None,
 }
@@ -205,7 +207,7 @@ def test_validation_imports_nothing_from_psdsos():
 
 def test_layers_present():
     """The layers this suite relies on exist (a rename must update the rules above)."""
-    for layer in ("kernels", "features", "sos", "solvers", "estimators", "geometry"):
+    for layer in ("kernels", "features", "losses", "sos", "solvers", "estimators", "geometry"):
         assert (PKG / layer / "__init__.py").exists(), layer
 
 

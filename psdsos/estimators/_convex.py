@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 from scipy.stats import qmc
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from psdsos._validation import check_array_2d, check_random_state, scaled_mean_std, validate_data
@@ -34,7 +35,9 @@ from psdsos.estimators._weights import (
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.features._features import _greedy_pivots
 from psdsos.kernels import get_kernel
+from psdsos.losses import get_loss
 from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_primal
+from psdsos.solvers._dual_convex import solve_dual_loss
 from psdsos.sos import (
     ConvexRegressionExactProblem,
     ConvexRegressionProblem,
@@ -42,6 +45,7 @@ from psdsos.sos import (
     exact_hessian,
     exact_value,
 )
+from psdsos.sos._convex_losses import ConvexRegressionLossProblem
 
 __all__ = ["ConvexRegressor"]
 
@@ -95,6 +99,10 @@ CURVATURE_FLOOR = 1e-6
 #: Sobol points of the training data's bounding box where convexity_deficit (and the fit's
 #: own certificate, convexity_deficit_) look for negative curvature.
 DEFICIT_POINTS = 4096
+
+
+#: Losses of ConvexRegressor (``loss=``); see "Other losses and sample weights".
+CONVEX_LOSSES = ("squared", "huber", "quantile", "expectile")
 
 
 class NonConvexFitWarning(UserWarning):
@@ -271,12 +279,16 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         "warm_start": Bool(),
         "random_state": RandomState(),
         "verbose": Verbose(),
+        "loss": Options(CONVEX_LOSSES),
+        "delta": Interval(numbers.Real, 0.0, None, closed="neither", allow_none=True),
+        "quantile": Interval(numbers.Real, 0.0, 1.0, closed="neither", allow_none=True),
     }
 
     def __init__(self, kernel="gaussian", sigma="scale", *, rho=1e-4, lam1=0.0, lam2=1e-3,
                  solver="dual", primal_solver="SCS", representation="approx",
                  constraint_points=None, n_landmarks=None, fit_intercept=True, concave=False,
-                 tol=1e-6, max_iter=20000, warm_start=False, random_state=None, verbose=False):
+                 tol=1e-6, max_iter=20000, warm_start=False, random_state=None, verbose=False,
+                 loss="squared", delta=None, quantile=None):
         self.kernel = kernel
         self.sigma = sigma
         self.rho = rho
@@ -294,6 +306,9 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
+        self.loss = loss
+        self.delta = delta
+        self.quantile = quantile
 
     def _sign(self):
         return -1.0 if self.concave else 1.0
@@ -451,6 +466,8 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         K = kernel_u(U, U)
         Hk = kernel_u.hessian(Zu, U)
         E = np.hstack([np.ones((n, 1)), U]) if self.fit_intercept else None
+        if self._loss_object() is not None:
+            return self._fit_loss(kernel, features, X, Z, K, Hk, Phi, t, E, w)
         problem = ConvexRegressionProblem(K, Hk, Phi, t, E, self.rho, self.lam1, self.lam2,
                                           sample_weight=w)
         alpha, beta, B = self._solve(problem, Z, ("alpha", "beta"))
@@ -460,6 +477,107 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         self.constraint_residual_ = float(problem.constraint_residual(alpha, B))
         self._certify_convexity()
         return self
+
+    # ---- other losses -------------------------------------------------------------------------
+    def _loss_object(self):
+        """The loss in standardized units (None for "squared"): delta / y_scale_ for Huber
+        (residuals are divided by y_scale_); level 1 - tau when concave (the convex fit of
+        -y, whose residuals are negated)."""
+        name = self.loss.lower()
+        if name == "squared":
+            if self.delta is not None or self.quantile is not None:
+                raise ValueError(f"delta and quantile must be None for loss='squared', got "
+                                 f"delta={self.delta!r}, quantile={self.quantile!r}")
+            return None
+        if name == "huber":
+            if self.quantile is not None:
+                raise ValueError(f"quantile must be None for loss='huber', got {self.quantile!r}")
+            if self.delta is None:
+                raise ValueError("delta must be a positive real number for loss='huber' (the "
+                                 "Huber threshold, in the units of y), got None")
+            return get_loss("huber", delta=self.delta / self.y_scale_)
+        if self.delta is not None:
+            raise ValueError(f"delta must be None for loss={name!r}, got {self.delta!r}")
+        if self.quantile is None:
+            raise ValueError(f"quantile must be a real number in (0, 1) for loss={name!r}, "
+                             "got None")
+        tau = 1.0 - self.quantile if self.concave else self.quantile
+        return get_loss(name, quantile=tau)
+
+    def _fit_loss(self, kernel, features, X, Z, K, Hk, Phi, t, E, w):
+        """loss != "squared": the dual with the extra variables u (warm started by weighted
+        least squares) or the CVXPY primal, both certified; see "Other losses"."""
+        loss = self._loss_object()
+        if self.representation != "approx":
+            raise ValueError(f"loss={self.loss!r} is implemented for representation='approx' "
+                             "only; use representation='approx' or loss='squared'")
+        problem = ConvexRegressionLossProblem(K, Hk, Phi, t, E, self.rho, self.lam1,
+                                              self.lam2, loss, sample_weight=w)
+        if self.solver == "dual":
+            init = self._irls_start(problem, K, Hk, Phi, t, E)
+            res = solve_dual_loss(problem, tol=self.tol, max_iter=self.max_iter, init=init,
+                                  verbose=self.verbose)
+            alpha, beta, B = res.alpha, res.beta, res.B
+            self.dual_coef_ = res.G
+            self.dual_gap_ = float(res.dual_gap)
+            n_iter = res.n_iter + self._irls_iter
+        else:
+            res = solve_primal(problem, solver=self.primal_solver.upper(), tol=self.tol,
+                               max_iter=self.max_iter, verbose=bool(self.verbose))
+            alpha, beta, B = res.extras["alpha"], res.extras["beta"], res.B
+            self.__dict__.pop("dual_coef_", None)
+            self.dual_gap_ = float(res.dual_gap)
+            n_iter = res.n_iter
+        self.n_iter_ = int(n_iter)
+        self.__dict__.pop("gamma_", None)
+        self._set_fitted(kernel, features, X, Z, *self._unscale(alpha, beta, B))
+        self.objective_ = float(problem.objective(alpha, beta, B))
+        self.constraint_residual_ = float(problem.constraint_residual(alpha, B))
+        self._certify_convexity()
+        return self
+
+    def _irls_start(self, problem, K, Hk, Phi, t, E):
+        """A starting point (u, Gamma) for the dual of a general loss: iteratively
+        reweighted least squares on the (fast, preconditioned) least-squares dual, with the
+        weights c_i l'(r_i) / r_i (the Huber weights min(1, delta / |r|), the expectile
+        weights 2 |tau - 1{r < 0}|; for the pinball loss |l'(r)| / max(|r|, eps) with eps
+        decreasing), warm started along the way.  At a fixed point the least-squares KKT
+        conditions are those of the loss, so (u, Gamma) is then optimal; the certified
+        proximal solver finishes from there."""
+        loss, c = problem.loss, problem.c
+        self._irls_iter = 0
+        n_rounds = 50 if loss.is_smooth else 25
+        eps = 0.1
+        G, alpha, beta = None, None, None
+        omega = np.ones_like(c)
+        z_old = None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            for _ in range(n_rounds):
+                pw = ConvexRegressionProblem(K, Hk, Phi, t, E, self.rho, self.lam1, self.lam2,
+                                             sample_weight=c * omega / 2,
+                                             normalize_weights=False)
+                res = solve_dual(pw, tol=min(self.tol, 1e-8), max_iter=2000, init=G)
+                self._irls_iter += res.n_iter
+                G = res.G
+                alpha, beta = pw.recover(G)
+                z = K @ alpha + (E @ beta if E is not None else 0.0)
+                r = z - t
+                g = loss.grad(r)
+                if loss.is_smooth:
+                    h = 1e-8
+                    small = np.abs(r) < h
+                    omega = np.where(small, loss.grad(np.full_like(r, h)) / h,
+                                     g / np.where(small, 1.0, r))
+                else:
+                    omega = np.abs(g) / np.maximum(np.abs(r), eps)
+                    eps = max(0.5 * eps, 1e-5)
+                omega = np.maximum(omega, 1e-8)
+                if z_old is not None and np.linalg.norm(z - z_old) <= 1e-10 * max(
+                        np.linalg.norm(z), 1e-300):
+                    break
+                z_old = z
+        return problem.initial_point(G, alpha, beta)
 
     def _certify_convexity(self):
         """Set convexity_deficit_ (relative, at the default Sobol points) and warn beyond

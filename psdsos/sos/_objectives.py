@@ -258,7 +258,7 @@ class ConvexRegressionProblem(_IsometricPrimal):
     coupled = True
 
     def __init__(self, K, Hk, Phi, y, E, rho, lam1, lam2, *, jitter="auto",
-                 sample_weight=None):
+                 sample_weight=None, normalize_weights=True):
         import scipy.linalg as sla
 
         from psdsos.features import cholesky_with_jitter
@@ -266,7 +266,7 @@ class ConvexRegressionProblem(_IsometricPrimal):
         self.y = np.asarray(y, dtype=np.float64)
         n = self.y.shape[0]
         self.n = n
-        self.sw = row_scales(sample_weight, n)
+        self.sw = row_scales(sample_weight, n, normalize=normalize_weights)
         self.y_w = self.y if self.sw is None else self.sw * self.y
         self.Hk = np.asarray(Hk, dtype=np.float64)
         self.m, _, self.d, _ = self.Hk.shape
@@ -467,15 +467,19 @@ class ConvexRegressionProblem(_IsometricPrimal):
         return _set_weights(self._cvx, self.rho, self.lam1, self.lam2)
 
 
-def row_scales(sample_weight, n):
+def row_scales(sample_weight, n, normalize=True):
     r"""Square roots of the normalized weights, :math:`s_i = \sqrt{n w_i / \sum_j w_j}`
     (None without weights), so that :math:`\frac1n\|S r\|^2 = \sum_i w_i r_i^2 /
-    \sum_j w_j`: the weighted data term in the form of the unweighted one."""
+    \sum_j w_j`: the weighted data term in the form of the unweighted one.
+    ``normalize=False``: :math:`s_i = \sqrt{n w_i}`, the data term :math:`\sum_i w_i r_i^2`
+    (the weighted least-squares steps of a general loss)."""
     if sample_weight is None:
         return None
     w = np.asarray(sample_weight, dtype=np.float64)
     if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w <= 0):
         raise ValueError(f"sample_weight must be a finite positive array of shape ({n},)")
+    if not normalize:
+        return np.sqrt(n * w)
     w = w / float(np.max(w))
     return np.sqrt(n * w / float(np.sum(w)))
 
