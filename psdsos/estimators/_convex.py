@@ -461,6 +461,9 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         Phi = features.transform(Z)  # kernel values only: the same in standardized units
         # the problem is solved in standardized units (see _set_scaling), mapped back after
         U, Zu, t, kernel_u = self._standardize(kernel, X, Z, y)
+        if self._loss_object() is not None and self.representation != "approx":
+            raise ValueError(f"loss={self.loss!r} is implemented for representation='approx' "
+                             "only; use representation='approx' or loss='squared'")
         if self.representation == "exact":
             return self._fit_exact(kernel_u, features, X, U, t, Z, Zu, Phi, w)
         K = kernel_u(U, U)
@@ -508,9 +511,6 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         """loss != "squared": the dual with the extra variables u (warm started by weighted
         least squares) or the CVXPY primal, both certified; see "Other losses"."""
         loss = self._loss_object()
-        if self.representation != "approx":
-            raise ValueError(f"loss={self.loss!r} is implemented for representation='approx' "
-                             "only; use representation='approx' or loss='squared'")
         problem = ConvexRegressionLossProblem(K, Hk, Phi, t, E, self.rho, self.lam1,
                                               self.lam2, loss, sample_weight=w)
         if self.solver == "dual":

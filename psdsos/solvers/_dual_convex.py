@@ -82,8 +82,8 @@ def solve_dual_loss(problem, *, tol=1e-6, max_iter=20000, init=None, verbose=Fal
         Record the relative residual per iteration and the gap where computed.
     check_every : int
         The gap needs the primal offset beta (a small convex problem: Newton, or a linear
-        program for the pinball loss); it is computed when the residual is <= tol and at
-        least every ``check_every`` iterations.
+        program for the pinball loss); it is computed every 5 iterations while the residual
+        is <= tol, and at least every ``check_every`` iterations.
 
     Returns
     -------
@@ -159,7 +159,8 @@ def solve_dual_loss(problem, *, tol=1e-6, max_iter=20000, init=None, verbose=Fal
             eta = max(0.5 * eta, eta_min)
         if hist is not None:
             hist["residual"].append(res)
-        if res <= tol or it - last_check >= check_every or it == max_iter:
+        since = it - last_check
+        if (res <= tol and since >= 5) or since >= check_every or it == max_iter or it == 1:
             last_check = it
             alpha, beta, z = problem.primal_point(v)
             P = problem.primal_value(v, z, B)
