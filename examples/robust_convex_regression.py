@@ -30,7 +30,7 @@ Part B: convex quantile curves
 Usage::
 
     python examples/robust_convex_regression.py            # one small run: < 1 min
-    python examples/robust_convex_regression.py --paper --out-dir out   # 10 seeds, n up to 400
+    python examples/robust_convex_regression.py --paper --out-dir out   # 10 seeds: ~30 s
 
 Matplotlib (optional extra) draws ``robust-convex-quantiles.png`` (and with ``--paper``
 ``robust-convex-mse.png``) in ``--out-dir``; the table goes to stdout and
@@ -174,7 +174,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--paper", action="store_true",
                     help="n in {100, 200, 400}, 10 seeds, 1000 points for the quantile curves "
-                         "(several minutes); default: one small run (< 1 min)")
+                         "(about 30 s); default: one small run (< 1 min)")
     ap.add_argument("--out-dir", default=None, help="write the table and figures there")
     args = ap.parse_args(argv)
     configure(args.paper)

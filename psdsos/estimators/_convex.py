@@ -169,6 +169,25 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     ``lam2`` mean the same thing on data of any scale, and ``objective_`` is eq. 28 in the
     standardized units (a number without units).
 
+    **Other losses.**  ``loss`` replaces the data term by
+    :math:`\sum_i c_i\,\ell(f(x_i) - y_i)`, :math:`c_i = 2/n`, with :math:`\ell` from
+    :mod:`psdsos.losses`: ``"squared"`` :math:`r^2/2` (eq. 28 exactly), ``"huber"``
+    (:math:`r^2/2` for :math:`|r|\le\delta`, :math:`\delta(|r| - \delta/2)` beyond; as
+    delta -> inf, or once delta exceeds every residual of the least-squares fit, it *is*
+    ``"squared"``, objective included), ``"quantile"`` (pinball
+    :math:`\max(-\tau r, (1-\tau) r)`: a share tau of the data below the fit) and
+    ``"expectile"`` (:math:`(1-\tau) r^2` where the fit is above the data,
+    :math:`\tau r^2` below; tau = 1/2 is ``"squared"``).  ``delta`` is in the units of y
+    (the standardized problem uses ``delta / y_scale_``); see docs/convex-regression.md,
+    "Other losses and sample weights", for the dual with the loss's variables u
+    (E^T u = 0) and the solvers.
+
+    **Sample weights.**  ``fit(X, y, sample_weight=w)``: :math:`c_i = 2 w_i / \sum_j w_j`
+    (integer weights = duplicated rows; rows of weight 0 dropped; scaling all the weights
+    changes nothing); the bandwidth ``sigma="scale"``, the offsets and ``y_scale_`` are the
+    weighted statistics, and the default constraint points are chosen among the distinct
+    rows.
+
     Parameters
     ----------
     kernel : {"gaussian", "matern32", "matern52"} or Kernel, default="gaussian"
@@ -215,6 +234,13 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     tol, max_iter, warm_start, random_state, verbose
         As in :class:`PSDRegressor`; the dual stops when both the relative duality gap and
         the relative Hessian-constraint residual are <= tol.
+    loss : {"squared", "huber", "quantile", "expectile"}, default="squared"
+        The data term (see "Other losses"); other than "squared": representation="approx"
+        only; ``warm_start`` is ignored (the dual starts from reweighted least squares).
+    delta : float > 0, optional
+        Huber threshold in the units of y (required for, and only for, loss="huber").
+    quantile : float in (0, 1), optional
+        Level tau of loss="quantile" or "expectile" (required for those only).
 
     Attributes
     ----------
