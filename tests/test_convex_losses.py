@@ -265,3 +265,15 @@ def test_save_load_keeps_the_loss(tmp_path):
     back = load(tmp_path / "m.npz")
     assert back.loss == "expectile" and back.quantile == 0.7
     np.testing.assert_allclose(back.predict(Xt), est.predict(Xt))
+
+
+@pytest.mark.parametrize("loss, kw", LOSSES, ids=[n for n, _ in LOSSES])
+def test_without_intercept_dual_equals_primal(loss, kw):
+    # no affine part: no constraint E^T u = 0, no offset beta
+    X, y, Xt = _data(15, n=14)
+    common = dict(loss=loss, **kw, constraint_points=8, random_state=0, tol=1e-8,
+                  fit_intercept=False)
+    d = _fit(ConvexRegressor(**common), X, y)
+    p = _fit(ConvexRegressor(**common, solver="primal", primal_solver="CLARABEL"), X, y)
+    assert d.objective_ == pytest.approx(p.objective_, rel=1e-5)
+    assert d.intercept_ == 0.0 and np.all(d.coef_ == 0)

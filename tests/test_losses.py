@@ -335,3 +335,12 @@ def test_empirical_loss_conjugate_and_prox(loss):
             H = 0.5 * (H + H.transpose(0, 2, 1))
         fd = (E.conjugate(G + eps * H) - E.conjugate(G - eps * H)) / (2 * eps)
         np.testing.assert_allclose(fd, float(np.vdot(E.conjugate_grad(G), H)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("loss", SCALAR_LOSSES, ids=ids)
+def test_rescaled_is_the_homogeneity(loss):
+    rng = np.random.default_rng(12)
+    R = _batch(loss, rng, n=8, d=2, scale=2.0)
+    for c in (0.25, 8.0):
+        scaled, p = loss.rescaled(c)
+        np.testing.assert_allclose(loss.value(c * R), c**p * scaled.value(R), rtol=1e-13)

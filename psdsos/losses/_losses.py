@@ -125,6 +125,10 @@ class Loss:
     scalar_only = False
     smoothness = np.inf
     conjugate_smoothness = 0.0
+    #: the conjugate is |S|^2 / 2 plus the indicator of a convex set C (Huber losses), whose
+    #: projection is ``prox_conjugate(V, 0)``: the dual solver can then take proximal
+    #: steps in a non-Euclidean metric (see psdsos.solvers.solve_dual)
+    conjugate_is_quadratic_on_set = False
 
     def _check(self, R, name="R"):
         R = np.asarray(R, dtype=np.float64)
@@ -176,6 +180,12 @@ class Loss:
         """The loss's parameters (name and values), for saving and for messages."""
         return {"loss": self.name}
 
+    def rescaled(self, c):
+        r"""(loss', p) with :math:`\ell(cR) = c^p\,\ell'(R)` for c > 0 (positive
+        homogeneity up to a change of parameter), or None when unknown.  Estimators fit at
+        a unit scale of the targets with it."""
+        return None
+
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.params().items() if k != "loss")
         return f"{type(self).__name__}({args})"
@@ -205,6 +215,9 @@ class SquaredLoss(Loss):
         V = self._check(V, "V")
         return V / (1.0 + _per_sample(step, V))
 
+    def rescaled(self, c):
+        return self, 2
+
     def cvxpy_expr(self, residual, multiplicity=None):
         rows = _frob_rows(residual, multiplicity)
         if len(rows.shape) == 1:
@@ -225,6 +238,7 @@ class HuberLoss(Loss):
     """
 
     name = "huber"
+    conjugate_is_quadratic_on_set = True
     smoothness = 1.0
     conjugate_smoothness = 1.0
 
@@ -233,6 +247,10 @@ class HuberLoss(Loss):
 
     def params(self):
         return {"loss": self.name, "delta": self.delta}
+
+    def rescaled(self, c):
+        """h_delta(c t) = c^2 h_{delta / c}(t)."""
+        return type(self)(self.delta / c), 2
 
     def value(self, R):
         s2 = _sq_norms(self._check(R))
@@ -280,6 +298,7 @@ class EntrywiseHuberLoss(Loss):
     """
 
     name = "huber_entrywise"
+    conjugate_is_quadratic_on_set = True
     smoothness = 1.0
     conjugate_smoothness = 1.0
 
@@ -288,6 +307,9 @@ class EntrywiseHuberLoss(Loss):
 
     def params(self):
         return {"loss": self.name, "delta": self.delta}
+
+    def rescaled(self, c):
+        return type(self)(self.delta / c), 2
 
     def value(self, R):
         R = self._check(R)
@@ -354,6 +376,9 @@ class AbsoluteLoss(Loss):
     def prox_conjugate(self, V, step):
         return _project_ball(self._check(V, "V"), 1.0)
 
+    def rescaled(self, c):
+        return self, 1
+
     def lipschitz(self, d=1):
         return 1.0
 
@@ -407,6 +432,9 @@ class QuantileLoss(Loss):
     def prox_conjugate(self, V, step):
         t = self.quantile
         return np.clip(self._check(V, "V"), -t, 1 - t)
+
+    def rescaled(self, c):
+        return self, 1
 
     def lipschitz(self, d=1):
         return max(self.quantile, 1 - self.quantile)
@@ -469,6 +497,9 @@ class ExpectileLoss(Loss):
         # the side of v: s = v / (1 + step / (2a))
         v = self._check(V, "V")
         return v / (1.0 + np.asarray(step, dtype=np.float64) / (2.0 * self._slopes(v)))
+
+    def rescaled(self, c):
+        return self, 2
 
     def cvxpy_expr(self, residual, multiplicity=None):
         t = self.quantile
