@@ -236,7 +236,9 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         the relative Hessian-constraint residual are <= tol.
     loss : {"squared", "huber", "quantile", "expectile"}, default="squared"
         The data term (see "Other losses"); other than "squared": representation="approx"
-        only; ``warm_start`` is ignored (the dual starts from reweighted least squares).
+        only; ``warm_start`` is ignored (the dual starts from reweighted least squares, at
+        most 50 rounds and ``max_iter`` iterations in all, then takes at most ``max_iter``
+        proximal iterations; ``n_iter_`` counts both).
     delta : float > 0, optional
         Huber threshold in the units of y (required for, and only for, loss="huber").
     quantile : float in (0, 1), optional
@@ -583,7 +585,11 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
                 pw = ConvexRegressionProblem(K, Hk, Phi, t, E, self.rho, self.lam1, self.lam2,
                                              sample_weight=c * omega / 2,
                                              normalize_weights=False)
-                res = solve_dual(pw, tol=min(self.tol, 1e-8), max_iter=2000, init=G)
+                budget = self.max_iter - self._irls_iter
+                if budget <= 0:
+                    break
+                res = solve_dual(pw, tol=min(self.tol, 1e-8), max_iter=min(2000, budget),
+                                 init=G)
                 self._irls_iter += res.n_iter
                 G = res.G
                 alpha, beta = pw.recover(G)
