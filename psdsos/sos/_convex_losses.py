@@ -105,6 +105,7 @@ class ConvexRegressionLossProblem:
         if self.E is not None:
             self._Epinv = np.linalg.pinv(self.E)
             self._EtE = self.E.T @ self.E
+            self._E_rank = int(np.linalg.matrix_rank(self.E))
 
     # ---- smooth part -------------------------------------------------------------------
     def coupling(self, u, G):
@@ -148,6 +149,8 @@ class ConvexRegressionLossProblem:
         """
         if self.E is None:
             return self._prox_free(V, eta)
+        if self._E_rank >= self.n:  # E^T u = 0 forces u = 0
+            return np.zeros(self.n)
         E = self.E
         mu = np.zeros(E.shape[1]) if self._mu is None or self._mu.shape[0] != E.shape[1] \
             else self._mu.copy()
@@ -159,26 +162,32 @@ class ConvexRegressionLossProblem:
             return val, u
 
         val, u = theta(mu)
-        scale = float(np.linalg.norm(E, 2)) * (float(np.linalg.norm(V)) + 1e-300)
-        for _ in range(100):
+        nE2 = float(np.linalg.norm(E, 2)) ** 2
+        scale = np.sqrt(nE2) * (float(np.linalg.norm(V)) + 1e-300)
+        for _ in range(60):
             g = E.T @ u
             if float(np.linalg.norm(g)) <= 1e-14 * scale:
                 break
             h = 1e-7 * (1.0 + np.abs(V - E @ mu))
-            J = (self._prox_free(V - E @ mu + h, eta) - u) / h
-            J = np.clip(J, 0.0, 1.0)
-            Hm = E.T @ (J[:, None] * E)
-            Hm = Hm + 1e-12 * np.trace(self._EtE) * np.eye(E.shape[1])
+            J = np.clip((self._prox_free(V - E @ mu + h, eta) - u) / h, 0.0, 1.0)
+            Hm = E.T @ (J[:, None] * E) + 1e-12 * nE2 * np.eye(E.shape[1])
             step = np.linalg.solve(Hm, g)
-            t = 1.0
-            improved = False
-            for _ in range(60):
+            t, accepted = 1.0, False
+            for _ in range(20):  # damped Newton step
                 val_n, u_n = theta(mu + t * step)
-                if val_n >= val - 1e-15 * abs(val):
-                    improved = True
+                if val_n >= val:
+                    accepted = True
                     break
                 t *= 0.5
-            if not improved:
+            if not accepted:
+                # gradient step 1 / ||E||^2: theta is concave with a ||E||^2-Lipschitz
+                # gradient (the prox is nonexpansive), so it never decreases theta
+                step, t = g / nE2, 1.0
+                val_n, u_n = theta(mu + step)
+                if val_n < val:
+                    break
+            if val_n - val <= 1e-16 * abs(val) and t < 1.0:
+                mu, val, u = mu + t * step, val_n, u_n
                 break
             mu, val, u = mu + t * step, val_n, u_n
         self._mu = mu
