@@ -325,7 +325,14 @@ def test_bad_params_raise(params, name):
 # ---- scikit-learn contract ------------------------------------------------------------------
 # No expected failures: every check passes.  (check_regressors_train fits the 200 x 10
 # make_regression set, where the cutting planes take several rounds: the slowest checks.)
-EXPECTED_FAILED_CHECKS = {}
+EXPECTED_FAILED_CHECKS = {
+    # measured: the predictions differ exactly at the rows of weight 0 (dropped from the
+    # fit), which lie off the fitted rows; there the max-affine extension depends on the
+    # subgradients zeta, which are not unique (class docstring).  The fitted values theta
+    # are unique and equal those of the duplicated rows (tests/test_sample_weight.py).
+    "check_sample_weight_equivalence_on_dense_data":
+        "predictions at rows of weight 0 use the non-unique max-affine extension",
+}
 
 
 @parametrize_with_checks([PiecewiseLinearConvexRegressor()],

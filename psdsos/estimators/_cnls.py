@@ -31,6 +31,7 @@ from psdsos.estimators._base import (
     save_estimator,
     validate_params,
 )
+from psdsos.estimators._weights import check_sample_weight
 from psdsos.solvers import PRIMAL_SOLVERS, SolverStatusError, solve_cvxpy
 
 __all__ = ["PiecewiseLinearConvexRegressor"]
@@ -328,16 +329,17 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
         self.n_neighbors = n_neighbors
         self.verbose = verbose
 
-    def _solve_qp(self, Xs, ys, keys):
+    def _solve_qp(self, Xs, ys, keys, sw=None):
         n, p = Xs.shape
         A = _afriat_matrix(Xs, keys // n, keys % n)
         v = cp.Variable(n * (p + 1))
+        resid = v[:n] - ys if sw is None else cp.multiply(sw, v[:n] - ys)
         # sum of squares without the 1/n of eq. (27) (same minimizer): the solver's absolute
         # gap tolerance then bounds the error in theta more tightly (measured on 30 noisy
         # points, Clarabel at 1e-10: 5e-13, against 2e-11 with the 1/n and 2e-6 with the
         # norm ||theta - y||_2).  The problem is rebuilt each round: its constraint matrix
         # changes shape, so a CVXPY Parameter would not spare the compilation.
-        prob = cp.Problem(cp.Minimize(cp.sum_squares(v[:n] - ys)), [A @ v >= 0])
+        prob = cp.Problem(cp.Minimize(cp.sum_squares(resid)), [A @ v >= 0])
         solver = self.solver.upper()
         # Clarabel (interior point) is cheap to run tight; SCS (first order) gets a looser target.
         lo, hi = (1e-12, 1e-10) if solver == "CLARABEL" else (1e-9, 1e-6)
@@ -356,18 +358,19 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
                     raise
         return v.value[:n].copy(), v.value[n:].reshape(n, p).copy()
 
-    def _cutting_planes(self, Xs, ys, y_scale):
+    def _cutting_planes(self, Xs, ys, y_scale, sw=None):
         """Solve on the standardized data; return theta, Z, pair keys, rounds, max violation
         and None, or the advice of the ConvergenceWarning when violations > tol remain."""
         n = Xs.shape[0]
         keys = _initial_pairs(Xs, self.n_neighbors)
         t0 = time.perf_counter()
         for rnd in range(1, self.max_rounds + 1):
-            theta, Z = self._solve_qp(Xs, ys, keys)
+            theta, Z = self._solve_qp(Xs, ys, keys, sw)
             vmax, J, V = _violations(Xs, theta, Z, keys, _ADD_MAX)
             if self.verbose:
                 with np.errstate(over="ignore"):  # inf beyond the float range
-                    obj = np.mean((ys - theta) ** 2) * np.float64(y_scale) ** 2
+                    r2 = (ys - theta) ** 2 if sw is None else sw**2 * (ys - theta) ** 2
+                    obj = np.mean(r2) * np.float64(y_scale) ** 2
                 print(f"[CNLS] round {rnd}: {keys.size} pairs, objective "
                       f"{obj:.8g}, max violation "
                       f"{vmax * y_scale:.3e}, {time.perf_counter() - t0:.2f} s")
@@ -389,7 +392,7 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
                 keys = np.union1d(keys, I[viol] * n + J[viol])
         return theta, Z, keys, rnd, vmax, "raise max_rounds"
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the CNLS estimator.
 
         Parameters
@@ -397,6 +400,11 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_features)
             At least 2 samples.
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights: the objective becomes
+            sum_i w_i (y_i - theta_i)^2 / sum_i w_i (integer weights =
+            duplicated rows; rows of weight 0 are dropped, so ``theta_`` and ``X_fit_``
+            hold the rows of positive weight; scaling all the weights changes nothing).
 
         Returns
         -------
@@ -418,6 +426,14 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
                 "reshape a single feature with X.reshape(-1, 1)"
             )
         self.n_features_in_ = X.shape[1]  # validate_data sets it only with ensure_2d=True
+        X, y, w = check_sample_weight(sample_weight, X, y)
+        if X.shape[0] < 2:
+            raise ValueError(
+                f"sample_weight leaves {X.shape[0]} sample of positive weight; at least 2 "
+                "are required"
+            )
+        # square roots of the normalized weights (mean 1): the QP's residuals sw * (theta - y)
+        sw = None if w is None else np.sqrt(w / float(np.mean(w)))
         n, p = X.shape
         sign = -1.0 if self.concave else 1.0
         # the problem is equivariant under y -> a y + b and per-feature x -> c x + e: solve it
@@ -427,7 +443,7 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
         ys, y_mean, y_scale = sign * ys[:, 0], float(y_mean[0]), float(y_scale[0])
 
         if np.ptp(y) > 0:
-            theta, Z, keys, rnd, vmax, stop = self._cutting_planes(Xs, ys, y_scale)
+            theta, Z, keys, rnd, vmax, stop = self._cutting_planes(Xs, ys, y_scale, sw)
         else:
             # constant y: theta = y, zeta = 0 is exact, whereas a QP solve would be exact only
             # to the square root of its tolerance (every inequality tight and degenerate)
@@ -443,7 +459,9 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
             zeta_ = sign * (y_scale * Z) / x_scale
             if not np.all(np.isfinite(zeta_)):  # tiny feature scales against a large y
                 zeta_ = sign * y_scale * (Z / x_scale)
-            objective = float(np.mean((y - theta_) ** 2))  # inf beyond the float range
+            r2 = (y - theta_) ** 2
+            # inf beyond the float range
+            objective = float(np.mean(r2) if w is None else (w @ r2) / float(np.sum(w)))
         if not (np.all(np.isfinite(theta_)) and np.all(np.isfinite(zeta_))):
             raise ValueError(
                 "X and y: the fitted values or slopes of this fit exceed the float64 range "

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 from scipy.stats import qmc
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from psdsos._validation import check_array_2d, check_random_state, scaled_mean_std, validate_data
@@ -25,10 +26,18 @@ from psdsos.estimators._base import (
     save_estimator,
     validate_params,
 )
+from psdsos.estimators._weights import (
+    check_sample_weight,
+    first_unique_rows,
+    resolve_kernel_weighted,
+    weighted_mean_std,
+)
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.features._features import _greedy_pivots
 from psdsos.kernels import get_kernel
+from psdsos.losses import get_loss
 from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_primal
+from psdsos.solvers._dual_convex import solve_dual_loss
 from psdsos.sos import (
     ConvexRegressionExactProblem,
     ConvexRegressionProblem,
@@ -36,6 +45,7 @@ from psdsos.sos import (
     exact_hessian,
     exact_value,
 )
+from psdsos.sos._convex_losses import ConvexRegressionLossProblem
 
 __all__ = ["ConvexRegressor"]
 
@@ -89,6 +99,10 @@ CURVATURE_FLOOR = 1e-6
 #: Sobol points of the training data's bounding box where convexity_deficit (and the fit's
 #: own certificate, convexity_deficit_) look for negative curvature.
 DEFICIT_POINTS = 4096
+
+
+#: Losses of ConvexRegressor (``loss=``); see "Other losses and sample weights".
+CONVEX_LOSSES = ("squared", "huber", "quantile", "expectile")
 
 
 class NonConvexFitWarning(UserWarning):
@@ -155,6 +169,25 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     ``lam2`` mean the same thing on data of any scale, and ``objective_`` is eq. 28 in the
     standardized units (a number without units).
 
+    **Other losses.**  ``loss`` replaces the data term by
+    :math:`\sum_i c_i\,\ell(f(x_i) - y_i)`, :math:`c_i = 2/n`, with :math:`\ell` from
+    :mod:`psdsos.losses`: ``"squared"`` :math:`r^2/2` (eq. 28 exactly), ``"huber"``
+    (:math:`r^2/2` for :math:`|r|\le\delta`, :math:`\delta(|r| - \delta/2)` beyond; as
+    delta -> inf, or once delta exceeds every residual of the least-squares fit, it *is*
+    ``"squared"``, objective included), ``"quantile"`` (pinball
+    :math:`\max(-\tau r, (1-\tau) r)`: a share tau of the data below the fit) and
+    ``"expectile"`` (:math:`(1-\tau) r^2` where the fit is above the data,
+    :math:`\tau r^2` below; tau = 1/2 is ``"squared"``).  ``delta`` is in the units of y
+    (the standardized problem uses ``delta / y_scale_``); see docs/convex-regression.md,
+    "Other losses and sample weights", for the dual with the loss's variables u
+    (E^T u = 0) and the solvers.
+
+    **Sample weights.**  ``fit(X, y, sample_weight=w)``: :math:`c_i = 2 w_i / \sum_j w_j`
+    (integer weights = duplicated rows; rows of weight 0 dropped; scaling all the weights
+    changes nothing); the bandwidth ``sigma="scale"``, the offsets and ``y_scale_`` are the
+    weighted statistics, and the default constraint points are chosen among the distinct
+    rows.
+
     Parameters
     ----------
     kernel : {"gaussian", "matern32", "matern52"} or Kernel, default="gaussian"
@@ -201,6 +234,15 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     tol, max_iter, warm_start, random_state, verbose
         As in :class:`PSDRegressor`; the dual stops when both the relative duality gap and
         the relative Hessian-constraint residual are <= tol.
+    loss : {"squared", "huber", "quantile", "expectile"}, default="squared"
+        The data term (see "Other losses"); other than "squared": representation="approx"
+        only; ``warm_start`` is ignored (the dual starts from reweighted least squares, at
+        most 50 rounds and ``max_iter`` iterations in all, then takes at most ``max_iter``
+        proximal iterations; ``n_iter_`` counts both).
+    delta : float > 0, optional
+        Huber threshold in the units of y (required for, and only for, loss="huber").
+    quantile : float in (0, 1), optional
+        Level tau of loss="quantile" or "expectile" (required for those only).
 
     Attributes
     ----------
@@ -265,12 +307,16 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         "warm_start": Bool(),
         "random_state": RandomState(),
         "verbose": Verbose(),
+        "loss": Options(CONVEX_LOSSES),
+        "delta": Interval(numbers.Real, 0.0, None, closed="neither", allow_none=True),
+        "quantile": Interval(numbers.Real, 0.0, 1.0, closed="neither", allow_none=True),
     }
 
     def __init__(self, kernel="gaussian", sigma="scale", *, rho=1e-4, lam1=0.0, lam2=1e-3,
                  solver="dual", primal_solver="SCS", representation="approx",
                  constraint_points=None, n_landmarks=None, fit_intercept=True, concave=False,
-                 tol=1e-6, max_iter=20000, warm_start=False, random_state=None, verbose=False):
+                 tol=1e-6, max_iter=20000, warm_start=False, random_state=None, verbose=False,
+                 loss="squared", delta=None, quantile=None):
         self.kernel = kernel
         self.sigma = sigma
         self.rho = rho
@@ -288,27 +334,35 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
+        self.loss = loss
+        self.delta = delta
+        self.quantile = quantile
 
     def _sign(self):
         return -1.0 if self.concave else 1.0
 
     # ---- standardized units -----------------------------------------------------------------
-    def _set_scaling(self, kernel, X, y):
+    def _set_scaling(self, kernel, X, y, w=None):
         """x_offset_, x_scale_, y_offset_, y_scale_ of the standardized problem.
 
         u = (x - x_offset_) / x_scale_ with x_scale_ = the bandwidth sigma (the kernel has
         bandwidth 1 in u) and t = s (y - y_offset_) / y_scale_ (s = -1 when concave), with
         y_offset_ = mean(y) (0 without intercept) and y_scale_ the standard deviation of y
         (its root mean square without intercept; 1 when y is constant).  Computed on y /
-        max|y| and scaled back: no overflow for |y| up to the float range.
+        max|y| and scaled back: no overflow for |y| up to the float range.  With sample
+        weights, the weighted mean and standard deviation (those of the duplicated rows for
+        integer weights).
         """
-        self.x_offset_ = X.mean(axis=0)
+        self.x_offset_ = X.mean(axis=0) if w is None else (w / np.sum(w)) @ X
         self.x_scale_ = float(kernel.sigma)
         a = float(np.max(np.abs(y)))
         if a == 0.0:
             self.y_offset_, self.y_scale_ = 0.0, 1.0
             return
-        self.y_offset_, sd = scaled_mean_std(y, center=self.fit_intercept)
+        if w is None:
+            self.y_offset_, sd = scaled_mean_std(y, center=self.fit_intercept)
+        else:
+            self.y_offset_, sd = weighted_mean_std(y, w, center=self.fit_intercept)
         self.y_scale_ = sd if sd > 0 else a
 
     def _standardize(self, kernel, X, Z, y):
@@ -342,9 +396,12 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     def _constraint_points(self, X, kernel=None):
         cp_ = self.constraint_points
         if cp_ is None:
-            m_auto = auto_constraint_budget(X.shape[0], X.shape[1], self.n_landmarks)
+            # chosen among the distinct rows (first occurrences, in order): duplicated rows
+            # (integer sample weights) do not change the choice
             if kernel is None:
                 kernel = resolve_kernel(self.kernel, self.sigma, X)
+            X = first_unique_rows(X)
+            m_auto = auto_constraint_budget(X.shape[0], X.shape[1], self.n_landmarks)
             cand = X
             p = X.shape[1]
             if X.shape[0] >= m_auto and 2**p <= AUTO_CORNER_FRACTION * m_auto:
@@ -367,13 +424,18 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             )
         return Z
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit f to (X, y) under the sampled Hessian constraint.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features), n_samples >= 2
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights w_i: the data term becomes
+            sum_i w_i (y_i - f(x_i))^2 / sum_i w_i (scikit-learn semantics: integer
+            weights equal duplicated rows, rows of weight 0 are dropped, scaling all the
+            weights changes nothing; see "Sample weights").
         """
         validate_params(self)
         y_kind = getattr(np.asarray(y) if y is not None else None, "dtype", None)
@@ -381,7 +443,13 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             raise ValueError(f"y must be numeric (real targets), got dtype {y_kind}")
         X, y = validate_data(self, X, y, reset=True, dtype=np.float64, ensure_min_samples=2,
                              y_numeric=True)
-        kernel = resolve_kernel(self.kernel, self.sigma, X)
+        X, y, w = check_sample_weight(sample_weight, X, y)
+        if X.shape[0] < 2:
+            raise ValueError(
+                f"sample_weight leaves {X.shape[0]} sample of positive weight; at least 2 "
+                "are required"
+            )
+        kernel = resolve_kernel_weighted(self.kernel, self.sigma, X, w)
         if kernel.differentiability < 2:
             raise ValueError(
                 f"kernel {kernel.name!r} is not twice differentiable; convex regression needs "
@@ -404,7 +472,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             raise ValueError("rho = 0 is not supported by solver='dual'; use solver='primal'")
         n = X.shape[0]
         Z = self._constraint_points(X, kernel)
-        self._set_scaling(kernel, X, y)
+        self._set_scaling(kernel, X, y, w)
         rank = self.n_landmarks
         if self.constraint_points is None and rank is not None and rank >= Z.shape[0]:
             rank = None  # the default chose fewer points than the rank: exact on them
@@ -421,12 +489,18 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         Phi = features.transform(Z)  # kernel values only: the same in standardized units
         # the problem is solved in standardized units (see _set_scaling), mapped back after
         U, Zu, t, kernel_u = self._standardize(kernel, X, Z, y)
+        if self._loss_object() is not None and self.representation != "approx":
+            raise ValueError(f"loss={self.loss!r} is implemented for representation='approx' "
+                             "only; use representation='approx' or loss='squared'")
         if self.representation == "exact":
-            return self._fit_exact(kernel_u, features, X, U, t, Z, Zu, Phi)
+            return self._fit_exact(kernel_u, features, X, U, t, Z, Zu, Phi, w)
         K = kernel_u(U, U)
         Hk = kernel_u.hessian(Zu, U)
         E = np.hstack([np.ones((n, 1)), U]) if self.fit_intercept else None
-        problem = ConvexRegressionProblem(K, Hk, Phi, t, E, self.rho, self.lam1, self.lam2)
+        if self._loss_object() is not None:
+            return self._fit_loss(kernel, features, X, Z, K, Hk, Phi, t, E, w)
+        problem = ConvexRegressionProblem(K, Hk, Phi, t, E, self.rho, self.lam1, self.lam2,
+                                          sample_weight=w)
         alpha, beta, B = self._solve(problem, Z, ("alpha", "beta"))
         self.__dict__.pop("gamma_", None)  # no stale exact-representation coefficients
         self._set_fitted(kernel, features, X, Z, *self._unscale(alpha, beta, B))
@@ -434,6 +508,108 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         self.constraint_residual_ = float(problem.constraint_residual(alpha, B))
         self._certify_convexity()
         return self
+
+    # ---- other losses -------------------------------------------------------------------------
+    def _loss_object(self):
+        """The loss in standardized units (None for "squared"): delta / y_scale_ for Huber
+        (residuals are divided by y_scale_); level 1 - tau when concave (the convex fit of
+        -y, whose residuals are negated)."""
+        name = self.loss.lower()
+        if name == "squared":
+            if self.delta is not None or self.quantile is not None:
+                raise ValueError(f"delta and quantile must be None for loss='squared', got "
+                                 f"delta={self.delta!r}, quantile={self.quantile!r}")
+            return None
+        if name == "huber":
+            if self.quantile is not None:
+                raise ValueError(f"quantile must be None for loss='huber', got {self.quantile!r}")
+            if self.delta is None:
+                raise ValueError("delta must be a positive real number for loss='huber' (the "
+                                 "Huber threshold, in the units of y), got None")
+            return get_loss("huber", delta=self.delta / self.y_scale_)
+        if self.delta is not None:
+            raise ValueError(f"delta must be None for loss={name!r}, got {self.delta!r}")
+        if self.quantile is None:
+            raise ValueError(f"quantile must be a real number in (0, 1) for loss={name!r}, "
+                             "got None")
+        tau = 1.0 - self.quantile if self.concave else self.quantile
+        return get_loss(name, quantile=tau)
+
+    def _fit_loss(self, kernel, features, X, Z, K, Hk, Phi, t, E, w):
+        """loss != "squared": the dual with the extra variables u (warm started by weighted
+        least squares) or the CVXPY primal, both certified; see "Other losses"."""
+        loss = self._loss_object()
+        problem = ConvexRegressionLossProblem(K, Hk, Phi, t, E, self.rho, self.lam1,
+                                              self.lam2, loss, sample_weight=w)
+        if self.solver == "dual":
+            init = self._irls_start(problem, K, Hk, Phi, t, E)
+            res = solve_dual_loss(problem, tol=self.tol, max_iter=self.max_iter, init=init,
+                                  verbose=self.verbose)
+            alpha, beta, B = res.alpha, res.beta, res.B
+            self.dual_coef_ = res.G
+            self.dual_gap_ = float(res.dual_gap)
+            n_iter = res.n_iter + self._irls_iter
+        else:
+            res = solve_primal(problem, solver=self.primal_solver.upper(), tol=self.tol,
+                               max_iter=self.max_iter, verbose=bool(self.verbose))
+            alpha, beta, B = res.extras["alpha"], res.extras["beta"], res.B
+            self.__dict__.pop("dual_coef_", None)
+            self.dual_gap_ = float(res.dual_gap)
+            n_iter = res.n_iter
+        self.n_iter_ = int(n_iter)
+        self.__dict__.pop("gamma_", None)
+        self._set_fitted(kernel, features, X, Z, *self._unscale(alpha, beta, B))
+        self.objective_ = float(problem.objective(alpha, beta, B))
+        self.constraint_residual_ = float(problem.constraint_residual(alpha, B))
+        self._certify_convexity()
+        return self
+
+    def _irls_start(self, problem, K, Hk, Phi, t, E):
+        """A starting point (u, Gamma) for the dual of a general loss: iteratively
+        reweighted least squares on the (fast, preconditioned) least-squares dual, with the
+        weights c_i l'(r_i) / r_i (the Huber weights min(1, delta / |r|), the expectile
+        weights 2 |tau - 1{r < 0}|; for the pinball loss |l'(r)| / max(|r|, eps) with eps
+        decreasing), warm started along the way.  At a fixed point the least-squares KKT
+        conditions are those of the loss, so (u, Gamma) is then optimal; the certified
+        proximal solver finishes from there."""
+        loss, c = problem.loss, problem.c
+        self._irls_iter = 0
+        n_rounds = 50 if loss.is_smooth else 25
+        eps = 0.1
+        G, alpha, beta = None, None, None
+        omega = np.ones_like(c)
+        z_old = None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            for _ in range(n_rounds):
+                pw = ConvexRegressionProblem(K, Hk, Phi, t, E, self.rho, self.lam1, self.lam2,
+                                             sample_weight=c * omega / 2,
+                                             normalize_weights=False)
+                budget = self.max_iter - self._irls_iter
+                if budget <= 0:
+                    break
+                res = solve_dual(pw, tol=min(self.tol, 1e-8), max_iter=min(2000, budget),
+                                 init=G)
+                self._irls_iter += res.n_iter
+                G = res.G
+                alpha, beta = pw.recover(G)
+                z = K @ alpha + (E @ beta if E is not None else 0.0)
+                r = z - t
+                g = loss.grad(r)
+                if loss.is_smooth:
+                    h = 1e-8
+                    small = np.abs(r) < h
+                    omega = np.where(small, loss.grad(np.full_like(r, h)) / h,
+                                     g / np.where(small, 1.0, r))
+                else:
+                    omega = np.abs(g) / np.maximum(np.abs(r), eps)
+                    eps = max(0.5 * eps, 1e-5)
+                omega = np.maximum(omega, 1e-8)
+                if z_old is not None and np.linalg.norm(z - z_old) <= 1e-10 * max(
+                        np.linalg.norm(z), 1e-300):
+                    break
+                z_old = z
+        return problem.initial_point(G, alpha, beta)
 
     def _certify_convexity(self):
         """Set convexity_deficit_ (relative, at the default Sobol points) and warn beyond
@@ -495,7 +671,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             self.intercept_ = 0.0
             self.coef_ = np.zeros(X.shape[1])
 
-    def _fit_exact(self, kernel_u, features, X, U, t, Z, Zu, Phi):
+    def _fit_exact(self, kernel_u, features, X, U, t, Z, Zu, Phi, w=None):
         """representation="exact": eq. (37) in the primal or its dual (Proposition 17), in
         standardized units (kernel_u, U, t, Zu), mapped back to the user's."""
         if kernel_u.differentiability < 4:
@@ -507,7 +683,8 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         n = X.shape[0]
         E = np.hstack([np.ones((n, 1)), U]) if self.fit_intercept else None
         problem = ConvexRegressionExactProblem(kernel_u, U, Zu, Phi, t, E,
-                                               self.rho, self.lam1, self.lam2)
+                                               self.rho, self.lam1, self.lam2,
+                                               sample_weight=w)
         alpha, gamma, beta, B = self._solve(problem, Z, ("alpha", "gamma", "beta"))
         self._set_fitted(features.kernel_, features, X, Z, *self._unscale(alpha, beta, B))
         # d_pq k in standardized units = s_x^2 d_pq k in the user's: gamma scales by s_y s_x^2

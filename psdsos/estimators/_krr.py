@@ -21,9 +21,9 @@ from psdsos.estimators._base import (
     Bandwidth,
     Bool,
     Interval,
-    resolve_kernel,
     validate_params,
 )
+from psdsos.estimators._weights import check_sample_weight, resolve_kernel_weighted
 from psdsos.kernels import Kernel
 
 __all__ = ["KernelRidgeRegressor"]
@@ -115,32 +115,44 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
         """Input of ``estimator_``: X itself (Gaussian, sklearn's "rbf") or k(X, X_fit_)."""
         return X if self.estimator_.kernel == "rbf" else self.kernel_(X, self.X_fit_)
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit f to (X, y).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights: the objective becomes
+            sum_i w_i (y_i - f(x_i))^2 / sum_i w_i + rho alpha^T K alpha, i.e.
+            ``KernelRidge(alpha = rho * sum(w))`` fitted with
+            ``sample_weight=w`` (integer weights = duplicated rows; rows of weight 0 are
+            dropped; scaling all the weights changes nothing; ``sigma="scale"`` uses the
+            weighted variance).
         """
         validate_params(self)
         X, y = validate_data(self, X, y, reset=True, dtype=np.float64, y_numeric=True)
+        X, y, w = check_sample_weight(sample_weight, X, y)
         n, p = X.shape
-        kernel = resolve_kernel(self.kernel, self.sigma, X)
+        kernel = resolve_kernel_weighted(self.kernel, self.sigma, X, w)
         self.kernel_, self.X_fit_ = kernel, X
+        # the data term's weights sum to n (unweighted) or sum(w); KernelRidge's to sum(w)
+        reg = n * self.rho if w is None else float(np.sum(w)) * self.rho
         if not isinstance(self.kernel, Kernel) and self.kernel.lower() == "gaussian":
-            krr, Xin = KernelRidge(alpha=n * self.rho, kernel="rbf",
+            krr, Xin = KernelRidge(alpha=reg, kernel="rbf",
                                    gamma=1.0 / (2.0 * kernel.sigma**2)), X
         else:
-            krr, Xin = KernelRidge(alpha=n * self.rho, kernel="precomputed"), kernel(X, X)
+            krr, Xin = KernelRidge(alpha=reg, kernel="precomputed"), kernel(X, X)
         if not self.fit_intercept:
-            self.estimator_ = krr.fit(Xin, y)
+            self.estimator_ = krr.fit(Xin, y, sample_weight=w)
             self.alpha_ = np.asarray(krr.dual_coef_, dtype=np.float64).ravel()
             self.intercept_, self.coef_ = 0.0, np.zeros(p)
             self._beta = None
             return self
         E = np.hstack([np.ones((n, 1)), X])
-        self.estimator_ = krr.fit(Xin, np.column_stack([y, E]))
+        # with weights W = (K + reg diag(w)^-1)^-1 (scikit-learn's weighted solve); the
+        # reduced objective in beta is still (y - E beta)^T W (y - E beta)
+        self.estimator_ = krr.fit(Xin, np.column_stack([y, E]), sample_weight=w)
         A = np.asarray(krr.dual_coef_, dtype=np.float64)  # [W y, W E]
         Wy, WE = A[:, 0], A[:, 1:]
         beta = np.linalg.lstsq(E.T @ WE, E.T @ Wy, rcond=None)[0]

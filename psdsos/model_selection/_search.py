@@ -36,6 +36,7 @@ from joblib import Parallel, delayed, parallel_config
 from sklearn.base import clone, is_regressor
 from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
 from sklearn.model_selection import KFold, LeaveOneOut, ParameterGrid
+from sklearn.utils.validation import _check_sample_weight
 
 from psdsos.kernels import scale_bandwidth
 
@@ -209,12 +210,14 @@ def paper_grid_psd(X=None, *, primal_below=None, primal_solver="CLARABEL", prima
     return parts
 
 
-def neg_mse_scorer(estimator, X, M):
+def neg_mse_scorer(estimator, X, M, sample_weight=None):
     r"""Negated mean squared Frobenius error, a scorer for 3-D targets.
 
     .. math::
 
-        -\frac{1}{m}\sum_{i=1}^m \|\hat F(x_i) - \mathbf M_i\|_F^2 .
+        -\frac{1}{m}\sum_{i=1}^m \|\hat F(x_i) - \mathbf M_i\|_F^2
+        \quad\text{or, with weights,}\quad
+        -\frac{\sum_i w_i \|\hat F(x_i) - \mathbf M_i\|_F^2}{\sum_i w_i}.
 
     Usable as ``scoring=`` in :func:`grid_search_cv` and in scikit-learn's
     ``GridSearchCV`` (whose built-in ``"neg_mean_squared_error"`` rejects 3-D targets).
@@ -225,6 +228,8 @@ def neg_mse_scorer(estimator, X, M):
     estimator : fitted estimator with ``predict``
     X : array-like of shape (m, n_features)
     M : array-like of shape (m, d, d) (or (m,) for scalar targets)
+    sample_weight : array-like of shape (m,), optional
+        Non-negative weights of the rows (a weighted mean).
 
     Returns
     -------
@@ -235,11 +240,20 @@ def neg_mse_scorer(estimator, X, M):
     if P.shape != M.shape:
         raise ValueError(f"predictions of shape {P.shape} do not match targets {M.shape}")
     diff = (P - M).reshape(len(P), -1)
-    return -float(np.mean(np.sum(diff * diff, axis=1)))
+    err = np.sum(diff * diff, axis=1)
+    if sample_weight is None:
+        return -float(np.mean(err))
+    w = _check_sample_weight(sample_weight, P.reshape(len(P), -1), dtype=np.float64,
+                             ensure_non_negative=True)
+    if not np.sum(w) > 0:
+        raise ValueError("sample_weight of the scored rows sums to 0")
+    return -float(w @ err / np.sum(w))
 
 
-def _default_score(estimator, X, M):
-    return float(estimator.score(X, M))
+def _default_score(estimator, X, M, sample_weight=None):
+    if sample_weight is None:
+        return float(estimator.score(X, M))
+    return float(estimator.score(X, M, sample_weight=sample_weight))
 
 
 _SCORERS = {"score": _default_score, "neg_mse": neg_mse_scorer}
@@ -458,7 +472,7 @@ def _not_converged(est):
 
 
 def _fit_path(split_index, estimator, X, M, train, test, cand_indices, candidates, scorer,
-              warm_start, cv_params, error_score):
+              warm_start, cv_params, error_score, sample_weight=None):
     """Fit one fold along one path of candidates; return (split_index, records)."""
     # Silence ConvergenceWarning here only when this job runs in the main thread of its
     # process (sequential or process-based backends): catch_warnings mutates the global
@@ -475,6 +489,10 @@ def _fit_path(split_index, estimator, X, M, train, test, cand_indices, candidate
         if "warm_start" in params:
             est.set_params(warm_start=bool(warm_start))
         Xtr, Mtr, Xte, Mte = X[train], M[train], X[test], M[test]
+        fit_kw, score_kw = {}, {}
+        if sample_weight is not None:
+            fit_kw = {"sample_weight": sample_weight[train]}
+            score_kw = {"sample_weight": sample_weight[test]}
         records = []
         for ci in cand_indices:
             if not warm_start:
@@ -482,10 +500,10 @@ def _fit_path(split_index, estimator, X, M, train, test, cand_indices, candidate
             est.set_params(**candidates[ci])
             t0 = time.perf_counter()
             try:
-                est.fit(Xtr, Mtr)
+                est.fit(Xtr, Mtr, **fit_kw)
                 fit_time = time.perf_counter() - t0
                 t1 = time.perf_counter()
-                score = float(scorer(est, Xte, Mte))
+                score = float(scorer(est, Xte, Mte, **score_kw))
                 score_time = time.perf_counter() - t1
             except Exception as exc:  # recorded as error_score, like scikit-learn
                 if error_score == "raise":
@@ -532,7 +550,8 @@ class _Progress:
 
 def grid_search_cv(estimator, X, M, param_grid, *, cv="loo", scoring=None, n_jobs=None,
                    warm_start=True, verbose=False, backend=None, refit=True,
-                   cv_params=None, error_score=np.nan, path_params=PATH_PARAMS):
+                   cv_params=None, error_score=np.nan, path_params=PATH_PARAMS,
+                   sample_weight=None):
     r"""Exhaustive grid search with cross-validation and warm starts along the path.
 
     For every candidate :math:`\theta` of ``param_grid`` and every split
@@ -589,6 +608,13 @@ def grid_search_cv(estimator, X, M, param_grid, *, cv="loo", scoring=None, n_job
         ``FitFailedWarning``); ``"raise"`` re-raises.  If every fit fails, a ValueError.
     path_params : tuple of str, default=("lam1", "lam2", "rho", "lam")
         Parameters swept inside a job, outermost first.
+    sample_weight : array-like of shape (n_samples,), optional
+        Non-negative weights of the rows: each CV fit gets the weights of its training
+        rows (``fit(X, M, sample_weight=w[train])``) and each score those of its test rows
+        (``scorer(estimator, X, M, sample_weight=w[test])``: a weighted :math:`R^2` or
+        :func:`neg_mse_scorer`; a callable scorer must accept the keyword), and the refit
+        all of them.  A test fold whose weights are all 0 has no weighted score: it is
+        recorded as ``error_score``.
 
     Returns
     -------
@@ -651,6 +677,9 @@ def grid_search_cv(estimator, X, M, param_grid, *, cv="loo", scoring=None, n_job
             f"{len(M) if M.ndim else 'a scalar'}"
         )
     n = len(X)
+    if sample_weight is not None:
+        sample_weight = _check_sample_weight(sample_weight, X.reshape(n, -1),
+                                             dtype=np.float64, ensure_non_negative=True)
     splitter = _check_cv(cv, n)
     splits = [(np.asarray(tr), np.asarray(te)) for tr, te in splitter.split(X, M)]
     if not splits:
@@ -679,7 +708,7 @@ def grid_search_cv(estimator, X, M, param_grid, *, cv="loo", scoring=None, n_job
         for k, g in tasks:
             tr, te = splits[k]
             yield delayed(_fit_path)(k, estimator, X, M, tr, te, groups[g], candidates, scorer,
-                                     warm_start, cv_params, error_score)
+                                     warm_start, cv_params, error_score, sample_weight)
 
     scores = np.full((len(candidates), n_splits), np.nan)
     fit_t = np.zeros_like(scores)
@@ -742,7 +771,10 @@ def grid_search_cv(estimator, X, M, param_grid, *, cv="loo", scoring=None, n_job
     if refit:
         t0 = time.perf_counter()
         best_estimator = clone(estimator).set_params(**best_params)
-        best_estimator.fit(X, M)
+        if sample_weight is None:
+            best_estimator.fit(X, M)
+        else:
+            best_estimator.fit(X, M, sample_weight=sample_weight)
         refit_time = time.perf_counter() - t0
 
     total_iter = np.nansum(iters) if np.any(np.isfinite(iters)) else 0.0

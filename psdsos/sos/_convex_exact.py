@@ -33,6 +33,7 @@ from psdsos.sos._objectives import (
     dual_floors,
     isometric_basis,
     quadratic_form,
+    row_scales,
 )
 
 __all__ = [
@@ -257,7 +258,8 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
 
     coupled = True
 
-    def __init__(self, kernel, X, Z, Phi, y, E, rho, lam1, lam2, *, jitter="auto"):
+    def __init__(self, kernel, X, Z, Phi, y, E, rho, lam1, lam2, *, jitter="auto",
+                 sample_weight=None):
         from psdsos.features import cholesky_with_jitter
 
         if getattr(kernel, "differentiability", 0) < 4:
@@ -283,6 +285,8 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
         if self.Phi.ndim != 2 or self.Phi.shape[0] != m:
             raise ValueError(f"Phi must have shape ({m}, r), got {self.Phi.shape}")
         self.n, self.d, self.m = n, d, m
+        self.sw = row_scales(sample_weight, n)
+        self.y_w = self.y if self.sw is None else self.sw * self.y
         self.E = None if E is None or np.size(E) == 0 else np.asarray(E, dtype=np.float64)
         if self.E is not None and self.E.shape[0] != n:
             raise ValueError(f"E must have {n} rows, got shape {self.E.shape}")
@@ -330,10 +334,16 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
         H[:, self.ju, self.iu] = packed
         return H
 
+    def _rows(self, A):
+        """S A (rows times the square roots of the normalized weights; S = I without)."""
+        if self.sw is None:
+            return A
+        return self.sw * A if A.ndim == 1 else self.sw[:, None] * A
+
     def _affine(self, fX):
         if self.E is None:
             return np.zeros(0)
-        return np.linalg.lstsq(self.E, self.y - fX, rcond=None)[0]
+        return np.linalg.lstsq(self._rows(self.E), self._rows(self.y - fX), rcond=None)[0]
 
     # ---- primal ---------------------------------------------------------------------------
     def values(self, alpha, gamma):
@@ -361,7 +371,7 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
         f = self.values(alpha, gamma)
         if self.E is not None:
             f = f + self.E @ np.asarray(beta, dtype=np.float64)
-        r = self.y - f
+        r = self._rows(self.y - f)
         reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.sum(B * B))
         return float(r @ r) / self.n + self.rho * self.rkhs_norm_sq(alpha, gamma) + reg
 
@@ -408,8 +418,9 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
             n = self.n
             Vk, s = isometric_basis(*self._spectral(), rtol=np.finfo(np.float64).eps ** 2)
             L = Vk * s
-            self._cvx = convex_regression_cvxpy(self.Phi, self.d, self.y, L[:n], L[n:],
-                                                self.E)
+            self._cvx = convex_regression_cvxpy(
+                self.Phi, self.d, self.y_w, self._rows(L[:n]), L[n:],
+                None if self.E is None else self._rows(self.E))
             self._cvx[2]["T"] = Vk / s
             self._cvx[2]["s"] = s
         return _set_weights(self._cvx, self.rho, self.lam1, self.lam2)
@@ -427,15 +438,19 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
         if self.E is None:
             U = np.eye(n)
         else:
-            # orthonormal basis of range(E)^perp from a complete QR
-            Qfull = np.linalg.qr(self.E, mode="complete")[0]
-            rank = np.linalg.matrix_rank(self.E)
+            # orthonormal basis of range(S E)^perp from a complete QR
+            SE = self._rows(self.E)
+            Qfull = np.linalg.qr(SE, mode="complete")[0]
+            rank = np.linalg.matrix_rank(SE)
             U = Qfull[:, rank:]
+        # with weights the data term is ||U^T S (y - f(X))||^2 / n: U becomes S U (= U
+        # without weights, where U^T r and U U^T r have the same norm)
+        U = self._rows(U)
         self.U = U
         M = n * self.rho * np.eye(U.shape[1]) + U.T @ self.K @ U
         self.M_chol = sla.cho_factor(0.5 * (M + M.T), lower=True)
-        self.Py = U @ (U.T @ self.y)
-        self.yP2 = float(self.Py @ self.Py) / n
+        self.Uy = U.T @ self.y
+        self.yP2 = float(self.Uy @ self.Uy) / n
         self._dual_ready = True
 
     def _point(self, G):
@@ -453,7 +468,7 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
 
     def _q(self, c, a, hX, fX):
         fh = float(a @ hX) + float(c @ (self.D @ c)) / (2 * self.rho)  # <f_G, h_G>
-        return -self.yP2 + float(self.Py @ fX) / self.n + 0.5 * fh
+        return -self.yP2 + float(self.Uy @ (self.U.T @ fX)) / self.n + 0.5 * fh
 
     def dual_floors(self):
         """Absolute floors of the solver's relative gap and residual
@@ -521,7 +536,7 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
         """Objective of eq. (37) at (f_G, beta(f_G), B), with the exact Gram matrix."""
         self._prepare_dual()
         c, a, hX, fX, _ = self._point(G)
-        r = self.Py - (self.U @ (self.U.T @ fX))
+        r = self.Uy - self.U.T @ fX
         norm2 = (float(a @ self.K @ a) + float(a @ hX) / self.rho
                  + float(c @ (self.D @ c)) / (4 * self.rho**2))
         reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.sum(B * B))

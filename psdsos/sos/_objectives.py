@@ -257,7 +257,8 @@ class ConvexRegressionProblem(_IsometricPrimal):
 
     coupled = True
 
-    def __init__(self, K, Hk, Phi, y, E, rho, lam1, lam2, *, jitter="auto"):
+    def __init__(self, K, Hk, Phi, y, E, rho, lam1, lam2, *, jitter="auto",
+                 sample_weight=None, normalize_weights=True):
         import scipy.linalg as sla
 
         from psdsos.features import cholesky_with_jitter
@@ -265,6 +266,8 @@ class ConvexRegressionProblem(_IsometricPrimal):
         self.y = np.asarray(y, dtype=np.float64)
         n = self.y.shape[0]
         self.n = n
+        self.sw = row_scales(sample_weight, n, normalize=normalize_weights)
+        self.y_w = self.y if self.sw is None else self.sw * self.y
         self.Hk = np.asarray(Hk, dtype=np.float64)
         self.m, _, self.d, _ = self.Hk.shape
         self.Phi = np.asarray(Phi, dtype=np.float64)
@@ -273,7 +276,7 @@ class ConvexRegressionProblem(_IsometricPrimal):
         self.rho, self.lam1, self.lam2 = float(rho), float(lam1), float(lam2)
         self.R, self.jitter_ = cholesky_with_jitter(self.K, jitter=jitter)
         if self.E is not None:
-            self.Qe = np.linalg.qr(self.E)[0]
+            self.Qe = np.linalg.qr(self._rows(self.E))[0]
         else:
             self.Qe = np.zeros((n, 0))
         self._cvx = None
@@ -282,8 +285,17 @@ class ConvexRegressionProblem(_IsometricPrimal):
         self._sla = sla
 
     # ---- helpers ------------------------------------------------------------------------
+    def _rows(self, A):
+        """S A: the rows of A times the square roots of the normalized weights (S = I
+        without weights)."""
+        if self.sw is None:
+            return A
+        return self.sw * A if A.ndim == 1 else self.sw[:, None] * A
+
     def _perp(self, v):
-        """P v: remove the component in range(E)."""
+        """P S v: the weighted residual with its component in range(S E) removed (its
+        squared norm / n is the data term)."""
+        v = self._rows(v)
         return v - self.Qe @ (self.Qe.T @ v)
 
     def _prepare_dual(self):
@@ -295,13 +307,14 @@ class ConvexRegressionProblem(_IsometricPrimal):
                 "over alpha needs rho K positive definite); use solver='primal' for rho = 0"
             )
         sla, n, R = self._sla, self.n, self.R
-        RQ = R @ self.Qe
-        W = (R @ R.T - RQ @ RQ.T) / n + self.rho * np.eye(n)
+        RS = R if self.sw is None else R * self.sw[None, :]
+        RQ = RS @ self.Qe
+        W = (RS @ RS.T - RQ @ RQ.T) / n + self.rho * np.eye(n)
         self.W_chol = sla.cho_factor(0.5 * (W + W.T), lower=True)
         Ht = self.Hk.transpose(1, 0, 2, 3).reshape(n, -1)  # (n, m d^2): H^T
         self.GH = sla.solve_triangular(R, Ht, trans="T", lower=False)
         Py = self._perp(self.y)
-        self.c0 = R @ Py / n
+        self.c0 = RS @ Py / n
         self.yP2 = float(Py @ Py) / n
         self._dual_ready = True
 
@@ -359,7 +372,7 @@ class ConvexRegressionProblem(_IsometricPrimal):
         if self.E is None:
             return np.zeros(0)
         r = self.y - self.K @ alpha
-        return np.linalg.lstsq(self.E, r, rcond=None)[0]
+        return np.linalg.lstsq(self._rows(self.E), self._rows(r), rcond=None)[0]
 
     def primal_objective(self, G, B, FB):
         self._prepare_dual()
@@ -379,8 +392,8 @@ class ConvexRegressionProblem(_IsometricPrimal):
         not checked (see constraint_residual)."""
         f = self.K @ alpha + (self.E @ beta if self.E is not None else 0.0)
         reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
-        return (float(np.sum((self.y - f) ** 2)) / self.n + self.rho * self.rkhs_norm_sq(alpha)
-                + reg)
+        r = self._rows(self.y - f)
+        return float(r @ r) / self.n + self.rho * self.rkhs_norm_sq(alpha) + reg
 
     def evaluate_primal(self, B, params):
         """Objective (numpy) and (alpha, beta) after a CVXPY solve."""
@@ -440,15 +453,35 @@ class ConvexRegressionProblem(_IsometricPrimal):
             V, w = self._spectral()
             Vk, s = isometric_basis(V, w, rtol=n * np.finfo(np.float64).eps)
             T = Vk / s
-            self._cvx = convex_regression_cvxpy(self.Phi, d, self.y, Vk * s, Hp @ T, self.E)
+            Ew = None if self.E is None else self._rows(self.E)
+            self._cvx = convex_regression_cvxpy(self.Phi, d, self.y_w, self._rows(Vk * s),
+                                                Hp @ T, Ew)
             self._cvx[2]["T"] = T
             self._cvx[2]["s"] = s
             # the directions the program leaves out (eigenvalues at the rounding level of
             # K, down to eps^2): what they could gain is checked by wide_certifier()
             Vw, sw = isometric_basis(V, w, rtol=np.finfo(np.float64).eps ** 2)
             if Vw.shape[1] > Vk.shape[1]:
-                self._cvx[2]["F_wide"], self._cvx[2]["Hu_wide"] = Vw * sw, Hp @ (Vw / sw)
+                self._cvx[2]["F_wide"], self._cvx[2]["Hu_wide"] = (self._rows(Vw * sw),
+                                                                   Hp @ (Vw / sw))
         return _set_weights(self._cvx, self.rho, self.lam1, self.lam2)
+
+
+def row_scales(sample_weight, n, normalize=True):
+    r"""Square roots of the normalized weights, :math:`s_i = \sqrt{n w_i / \sum_j w_j}`
+    (None without weights), so that :math:`\frac1n\|S r\|^2 = \sum_i w_i r_i^2 /
+    \sum_j w_j`: the weighted data term in the form of the unweighted one.
+    ``normalize=False``: :math:`s_i = \sqrt{n w_i}`, the data term :math:`\sum_i w_i r_i^2`
+    (the weighted least-squares steps of a general loss)."""
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w <= 0):
+        raise ValueError(f"sample_weight must be a finite positive array of shape ({n},)")
+    if not normalize:
+        return np.sqrt(n * w)
+    w = w / float(np.max(w))
+    return np.sqrt(n * w / float(np.sum(w)))
 
 
 def quadratic_form(G, theta):
@@ -570,7 +603,7 @@ def program_objective_of_builder(self, B):
     solution (u, b) and the given (projected) B: what its dual certifies."""
     _, _, params = self.cvxpy_problem()
     u = np.asarray(params["u"].value, dtype=np.float64)
-    r = self.y - params["F"] @ u
+    r = self.y_w - params["F"] @ u
     if params["b"] is not None:
         r = r - params["Q"] @ np.asarray(params["b"].value, dtype=np.float64)
     reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
@@ -617,7 +650,7 @@ class IsometricDual:
         self.lam1, self.lam2, self.rho = problem.lam1, problem.lam2, problem.rho
         self.m = problem.m
         n = F.shape[0]
-        y = problem.y
+        y = problem.y_w
         PF = F if Q is None else F - Q @ (Q.T @ F)
         Py = y if Q is None else y - Q @ (Q.T @ y)
         self._chol = None
