@@ -1,4 +1,5 @@
 r"""Robust and quantile convex regression with kernel SoS (Huber and pinball losses).
+=================================================================================
 
 Reference: Muzellec, Bach, Rudi, "Learning PSD-valued functions using kernel sums-of-squares"
 (copy in ``papers/kernel-sos-psd-functions.md``): eq. (28) with a general convex loss
@@ -147,8 +148,9 @@ def figure_quantiles(X, y, grid, curves, truth, path):
     ax.set_title("Convex quantile regression (dashed: true quantiles)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    if path is not None:
+        fig.savefig(path, dpi=110)
+    return fig
 
 
 def figure_mse(stats, path):
@@ -166,12 +168,13 @@ def figure_mse(stats, path):
     ax.legend(fontsize=8)
     ax.set_title("eq. 30 under Student-t (2 dof) noise")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    if path is not None:
+        fig.savefig(path, dpi=110)
+    return fig
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     ap.add_argument("--paper", action="store_true",
                     help="n in {100, 200, 400}, 10 seeds, 1000 points for the quantile curves "
                          "(about 30 s); default: one small run (< 1 min)")
@@ -199,19 +202,20 @@ def main(argv=None):
               + "; of the training points: " + ", ".join(f"{train[t]:.3f}" for t in TAUS)]
     lines += [f"total wall time {time.perf_counter() - t0:.0f} s"]
     print("\n".join(lines))
-    if args.out_dir is not None:
-        os.makedirs(args.out_dir, exist_ok=True)
-        with open(os.path.join(args.out_dir, "robust_convex_table.md"), "w") as f:
+    out = args.out_dir
+    if out is not None:
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "robust_convex_table.md"), "w") as f:
             f.write("\n".join(lines) + "\n")
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            pass
-        else:
-            figure_quantiles(X, y, grid, curves, truth,
-                             os.path.join(args.out_dir, "robust-convex-quantiles.png"))
-            if len(SIZES) > 1:
-                figure_mse(stats, os.path.join(args.out_dir, "robust-convex-mse.png"))
+    try:  # the figures are drawn (and kept open); written with --out-dir
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("matplotlib is not installed: no figures")
+    else:
+        figure_quantiles(X, y, grid, curves, truth,
+                         None if out is None else os.path.join(out, "robust-convex-quantiles.png"))
+        if len(SIZES) > 1:
+            figure_mse(stats, None if out is None else os.path.join(out, "robust-convex-mse.png"))
 
     # checks: finite errors; the certified Huber fits; Huber below least squares on average
     # (heavy tails); quantile coverage of fresh points within 0.12 of tau (about 3 standard
