@@ -225,19 +225,10 @@ class SquaredLoss(Loss):
         return 0.5 * cp.sum(cp.square(rows), axis=1)
 
 
-class HuberLoss(Loss):
-    r"""Huber loss of the Frobenius norm: :math:`\ell(R) = h_\delta(\|R\|_F)`.
+class _HuberBase(Loss):
+    """What both Huber losses share: the threshold delta, the constants (1-smooth, with a
+    conjugate quadratic on its domain) and the rescaling rule."""
 
-    :math:`h_\delta(t) = t^2/2` for :math:`t \le \delta` and :math:`\delta(t - \delta/2)`
-    beyond; conjugate :math:`\frac12\|S\|_F^2` on the ball :math:`\|S\|_F \le \delta`.  As
-    delta -> inf it is :class:`SquaredLoss`.
-
-    Parameters
-    ----------
-    delta : float > 0
-    """
-
-    name = "huber"
     conjugate_is_quadratic_on_set = True
     smoothness = 1.0
     conjugate_smoothness = 1.0
@@ -251,6 +242,21 @@ class HuberLoss(Loss):
     def rescaled(self, c):
         """h_delta(c t) = c^2 h_{delta / c}(t)."""
         return type(self)(self.delta / c), 2
+
+
+class HuberLoss(_HuberBase):
+    r"""Huber loss of the Frobenius norm: :math:`\ell(R) = h_\delta(\|R\|_F)`.
+
+    :math:`h_\delta(t) = t^2/2` for :math:`t \le \delta` and :math:`\delta(t - \delta/2)`
+    beyond; conjugate :math:`\frac12\|S\|_F^2` on the ball :math:`\|S\|_F \le \delta`.  As
+    delta -> inf it is :class:`SquaredLoss`.
+
+    Parameters
+    ----------
+    delta : float > 0
+    """
+
+    name = "huber"
 
     def value(self, R):
         s2 = _sq_norms(self._check(R))
@@ -286,7 +292,7 @@ class HuberLoss(Loss):
         return 0.5 * cp.huber(t, self.delta)
 
 
-class EntrywiseHuberLoss(Loss):
+class EntrywiseHuberLoss(_HuberBase):
     r"""Sum of the Huber losses of the entries: :math:`\ell(R) = \sum_{jk} h_\delta(R_{jk})`.
 
     Conjugate :math:`\sum_{jk}\frac12 S_{jk}^2` on the box :math:`|S_{jk}| \le \delta`.  For
@@ -298,18 +304,6 @@ class EntrywiseHuberLoss(Loss):
     """
 
     name = "huber_entrywise"
-    conjugate_is_quadratic_on_set = True
-    smoothness = 1.0
-    conjugate_smoothness = 1.0
-
-    def __init__(self, delta):
-        self.delta = check_scalar(delta, "delta", lower=0.0, lower_inclusive=False)
-
-    def params(self):
-        return {"loss": self.name, "delta": self.delta}
-
-    def rescaled(self, c):
-        return type(self)(self.delta / c), 2
 
     def value(self, R):
         R = self._check(R)

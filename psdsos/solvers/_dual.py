@@ -375,21 +375,8 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
     else:
         message = (f"maximum number of iterations {max_iter} reached with relative duality "
                    f"gap {best[0]:.3e} > tol {tol:g}")
-    gap, G, B, P, Dval = best
-    if every:
-        _say(f"{'converged' if converged else 'stopped'} after {n_iter} iterations, "
-             f"{time.perf_counter() - t0:.1f} s: {message}")
-    if not converged:
-        warnings.warn(
-            f"psdsos dual solver did not converge: {message}. Increase max_iter or tol.",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
-    return DualResult(
-        G=G, B=B, primal_objective=P, dual_objective=Dval, dual_gap=gap, n_iter=n_iter,
-        converged=converged, message=message, step_size=eta,
-        time=time.perf_counter() - t0, history=hist, setup_time=setup_time,
-    )
+    return _finish(best, converged, message, n_iter, eta, t0, hist, setup_time, every,
+                   stacklevel=3)
 
 
 def _solve_dual_prox(problem, *, tol, max_iter, init, step_size, verbose, history, qset=None):
@@ -482,21 +469,8 @@ def _solve_dual_prox(problem, *, tol, max_iter, init, step_size, verbose, histor
     else:
         message = (f"maximum number of iterations {max_iter} reached with relative duality "
                    f"gap {best[0]:.3e} > tol {tol:g}")
-    gap, G, B, P, Dval = best
-    if every:
-        _say(f"{'converged' if converged else 'stopped'} after {n_iter} iterations, "
-             f"{time.perf_counter() - t0:.1f} s: {message}")
-    if not converged:
-        warnings.warn(
-            f"psdsos dual solver did not converge: {message}. Increase max_iter or tol.",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
-    return DualResult(
-        G=G, B=B, primal_objective=P, dual_objective=Dval, dual_gap=gap, n_iter=n_iter,
-        converged=converged, message=message, step_size=eta,
-        time=time.perf_counter() - t0, history=hist, setup_time=setup_time,
-    )
+    return _finish(best, converged, message, n_iter, eta, t0, hist, setup_time, every,
+                   stacklevel=4)
 
 
 class _MetricProx:
@@ -564,6 +538,26 @@ class _MetricProx:
 
 #: The proximal path evaluates its duality gap every this many iterations.
 _GAP_EVERY = 4
+
+
+def _finish(best, converged, message, n_iter, eta, t0, hist, setup_time, every, stacklevel):
+    """The result object of both paths from the best (gap, G, B, P, D) seen; the
+    ConvergenceWarning (at the caller of :func:`solve_dual`) when not converged."""
+    gap, G, B, P, Dval = best
+    if every:
+        _say(f"{'converged' if converged else 'stopped'} after {n_iter} iterations, "
+             f"{time.perf_counter() - t0:.1f} s: {message}")
+    if not converged:
+        warnings.warn(
+            f"psdsos dual solver did not converge: {message}. Increase max_iter or tol.",
+            ConvergenceWarning,
+            stacklevel=stacklevel,
+        )
+    return DualResult(
+        G=G, B=B, primal_objective=P, dual_objective=Dval, dual_gap=gap, n_iter=n_iter,
+        converged=converged, message=message, step_size=eta,
+        time=time.perf_counter() - t0, history=hist, setup_time=setup_time,
+    )
 
 
 def _momentum(y, xn, x, t_fista, mu, eta):

@@ -305,14 +305,9 @@ class _KernelWeights(_LabelOutputTags, BaseEstimator):
 
     @classmethod
     def _from_saved(cls, arrays, meta):
-        registry = output_spaces()
-        params = dict(meta["params"])
-        out = meta["output"]
-        params["output"] = out if isinstance(out, str) else registry[out["name"]].from_config(
-            out["config"])
-        est = cls(**params)
+        est = cls(**_params_from_meta(meta))
         sp = meta["output_space"]
-        space = registry[sp["name"]].from_config(sp["config"])
+        space = _space_from_meta(sp)
         Y = arrays["Y_train"]
         if meta["fitted"]["y_1d"]:
             Y = Y[:, 0]
@@ -525,3 +520,17 @@ class KRLSEstimator(_KernelWeights):
         if getattr(space, "_1d", False):
             P = P[:, 0]
         return P
+
+
+def _params_from_meta(meta):
+    """Constructor parameters of a saved SELF-type estimator, the ``output`` rebuilt from
+    its registered name and config (saved models never run code)."""
+    params = dict(meta["params"])
+    out = meta["output"]
+    params["output"] = out if isinstance(out, str) else _space_from_meta(out)
+    return params
+
+
+def _space_from_meta(entry):
+    """An unfitted output space from its saved ``{"name", "config"}`` entry."""
+    return output_spaces()[entry["name"]].from_config(entry["config"])

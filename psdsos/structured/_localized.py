@@ -64,7 +64,7 @@ from psdsos.features import cholesky_with_jitter
 from psdsos.kernels import Kernel, LinearKernel, get_kernel
 from psdsos.structured._base import OutputSpace
 from psdsos.structured._common import as_finite
-from psdsos.structured._estimator import _OutputOption
+from psdsos.structured._estimator import _OutputOption, _params_from_meta, _space_from_meta
 from psdsos.structured._registry import get_output_space, output_spaces
 from psdsos.structured.parts import Blocks, Parts, Patches2D, Windows1D
 from psdsos.structured.spaces import EuclideanSpace, MulticlassSpace, OrientationSpace, SphereSpace
@@ -958,19 +958,14 @@ default="gaussian"
 
     @classmethod
     def _from_saved(cls, arrays, meta):
-        registry = output_spaces()
-        params = dict(meta["params"])
-        out = meta["output"]
-        params["output"] = out if isinstance(out, str) else registry[out["name"]].from_config(
-            out["config"])
+        params = _params_from_meta(meta)
         try:
             params["parts"] = _parts_from_config(meta["parts"])
         except (TypeError, ValueError) as exc:
             raise ValueError(f"metadata entry 'parts' of the model file is invalid: {exc}"
                              ) from None
         est = cls(**params)
-        sp_meta = meta["output_space"]
-        space = registry[sp_meta["name"]].from_config(sp_meta["config"])
+        space = _space_from_meta(meta["output_space"])
         el = _Elements(space)
         if not el.closed_form:
             raise ValueError("metadata entry 'output_space' names a space decoded by "
