@@ -3,15 +3,15 @@
 
 Two experiments of the paper, on synthetic data:
 
-1. Section 6.1 (intra-locality): x = (x_1, ..., x_|P|) ~ N(0, M(gamma) kron I_k) with
-   M_pq = exp(-gamma |p - q| / |P|) (eq. 23), a shared regression vector w (uniform in the
+1. Section 6.1 (intra-locality): x = (x_1, ..., x_``|P|``) ~ N(0, M(gamma) kron I_k) with
+   M_pq = exp(-gamma ``|p - q|`` / ``|P|``) (eq. 23), a shared regression vector w (uniform in the
    unit ball) and, part by part, y_p = <w, x_p> + eps_p with eps_p ~ N(0, 0.5^2) (our reading
    of "y_i = w^T x_i + eps": each part's output is the same linear function of that part's
    input).  Local-LS (LocalizedSELF with the linear restriction kernel, every (sample,
    part) pair) against global least squares (ridge regression of y on the whole x), lambda
-   chosen on a hold-out split in [1e-6, 10]; test MSE over gamma and |P| (Figure 4).  Also
+   chosen on a hold-out split in [1e-6, 10]; test MSE over gamma and ``|P|`` (Figure 4).  Also
    the empirical intra-locality matrix C_pq of eq. 21 for the linear kernel (Figure 3),
-   whose normalized version is exp(-2 gamma |p - q| / |P|) in expectation.
+   whose normalized version is exp(-2 gamma ``|p - q|`` / ``|P|``) in expectation.
 2. Section 6.2 (ridge directions): synthetic fingerprint-like images
    (psdsos.datasets.make_fingerprints; FVC2004 is not redistributable), Y the ridge
    direction of a 7 x 7 Sobel filter, 20 x 20 patches at stride 5 (circular).  Local-Delta
@@ -21,7 +21,7 @@ Two experiments of the paper, on synthetic data:
    intra-locality of the central patch against every patch (Figure 7).
 
 The script ends by checking the paper's qualitative findings: no gain of Local-LS at
-gamma = 0, a large gain at large gamma and |P|, the normalized C_pq close to its closed form,
+gamma = 0, a large gain at large gamma and ``|P|``, the normalized C_pq close to its closed form,
 and the Figure 6 ordering (Local-Delta best).
 
 Usage::

@@ -1,5 +1,5 @@
 """Robust PSD-valued regression: least squares against Huber on a Bures geodesic with outliers.
-===========================================================================================
+============================================================================================
 
 PSD paper (Muzellec, Bach, Rudi), Theorems 2-3: the kernel SoS model is fitted with any
 convex loss.  Data: 40 PSD 2x2 matrices at evenly spaced times on a seeded Bures-Wasserstein

@@ -254,15 +254,18 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     coef_ : ndarray (n_features,)
     X_fit_ : ndarray (n, n_features)
     B_ : ndarray (r d, r d)
-        In the user's units: Hess f(z_j) = Psi_j^T B_ Psi_j (= y_scale_ / x_scale_^2 times
-        the standardized problem's B).
+        In the user's units: ``Hess f(z_j) = Psi_j^T B_ Psi_j`` (``y_scale_ / x_scale_**2``
+        times the standardized problem's B).
     constraint_points_ : ndarray (m, n_features)
     kernel_ : Kernel
         The kernel with the bandwidth used (saved with the model).
     x_offset_ : ndarray (n_features,)
-    x_scale_, y_offset_, y_scale_ : float
-        The standardized units (see "Units"): u = (x - x_offset_) / x_scale_,
-        t = (y - y_offset_) / y_scale_, x_scale_ = kernel_.sigma.
+        The standardized units (see "Units"): ``u = (x - x_offset_) / x_scale_``.
+    x_scale_ : float
+        ``kernel_.sigma``.
+    y_offset_ : float
+    y_scale_ : float
+        The standardized targets: ``t = (y - y_offset_) / y_scale_``.
     objective_ : float
         Eq. 28 (eq. 37 with representation="exact", plus the unpenalized affine part) at
         the returned point in the standardized units; in the user's units it is
@@ -270,8 +273,11 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         "Units").
     dual_coef_ : ndarray (m, n_features, n_features)
         Dual variable (dual solver), in the standardized units.
-    n_iter_, dual_gap_, constraint_residual_ : int / float
-        dual_gap_ and constraint_residual_ are relative, hence the same in both units.
+    n_iter_ : int
+    dual_gap_ : float
+        Relative, hence the same in both units.
+    constraint_residual_ : float
+        Relative, hence the same in both units.
     convexity_deficit_ : float
         The fit's certificate of convexity between the constraint points:
         ``convexity_deficit(relative=True)`` at the fit (4096 Sobol points of the training

@@ -133,13 +133,13 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
     Attributes
     ----------
     B_ : ndarray (r d, r d)
-        The fitted PSD matrix (Tr B_ and ||B_||_F are those of the operator A).
+        The fitted PSD matrix (``Tr B_`` and ``||B_||_F`` are those of the operator A).
     model_ : PSDModel
         The fitted function F_B.
     features_ : ExactFeatures or NystromFeatures
     kernel_ : Kernel
     objective_ : float
-        J(B_) evaluated in numpy (comparable across solvers).  The fit runs on the targets
+        ``J(B_)`` evaluated in numpy (comparable across solvers).  The fit runs on the targets
         divided by a power of two near their largest magnitude, with lam1 multiplied by it
         (J is equivariant: :math:`J(c\mathbf B'; \mathbf M, \lambda_1) =
         c^2 J(\mathbf B'; \mathbf M / c, \lambda_1 / c)`), so targets of any magnitude are
@@ -148,7 +148,7 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
     n_iter_ : int
     dual_gap_ : float
         Relative duality gap at the solution: the dual solver's, or for the primal the gap
-        between J(B_) and the dual of eq. (12) at Gamma_i = (F(x_i) - M_i) / n (NaN for the
+        between ``J(B_)`` and the dual of eq. (12) at Gamma_i = (F(x_i) - M_i) / n (NaN for the
         primal with lam2 = 0, whose dual is not the negative-part form).  Other losses:
         the same for eq. (10) at :math:`\Gamma_i = c_i\nabla\ell(F(x_i) - M_i)` or the
         solver's multipliers.

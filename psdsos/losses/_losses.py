@@ -125,7 +125,7 @@ class Loss:
     scalar_only = False
     smoothness = np.inf
     conjugate_smoothness = 0.0
-    #: the conjugate is |S|^2 / 2 plus the indicator of a convex set C (Huber losses), whose
+    #: the conjugate is ``|S|^2 / 2`` plus the indicator of a convex set C (Huber losses), whose
     #: projection is ``prox_conjugate(V, 0)``: the dual solver can then take proximal
     #: steps in a non-Euclidean metric (see psdsos.solvers.solve_dual)
     conjugate_is_quadratic_on_set = False

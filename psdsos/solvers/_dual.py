@@ -128,8 +128,8 @@ class DualResult:
     primal_objective, dual_objective : float
         P(B) and -D(G) (the dual is a maximization; P >= -D always).
     dual_gap : float
-        Relative duality gap (P + D) / max(|P|, |D|, P_0) at the returned point (for coupled
-        problems, the larger of |gap| and the relative constraint residual).
+        Relative duality gap ``(P + D) / max(|P|, |D|, P_0)`` at the returned point (for
+        coupled problems, the larger of ``|gap|`` and the relative constraint residual).
     n_iter : int
         Gradient evaluations (one eigendecomposition with vectors each).
     converged : bool

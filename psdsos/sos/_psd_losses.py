@@ -129,7 +129,7 @@ class PSDLossProblem:
         return self.emp.prox_conjugate(V, step)
 
     def quadratic_set(self):
-        """(M, c, project) when each conjugate term is <G_i, M_i> + |G_i|^2 / (2 c_i) on
+        """(M, c, project) when each conjugate term is ``<G_i, M_i> + |G_i|^2 / (2 c_i)`` on
         the set c_i C (Huber losses: C a ball or a box, ``project`` its projection); None
         otherwise.  The dual solver then takes its proximal steps in the preconditioner's
         metric."""

@@ -353,10 +353,10 @@ class SELFEstimator(_KernelWeights):
 
     Parameters
     ----------
-    kernel : {"gaussian", "exponential", "matern32", "matern52", "linear"} or Kernel, \
-default="gaussian"
-        ``"linear"``: :math:`k(x, x') = x^\top x'` (:class:`psdsos.kernels.LinearKernel`;
-        ``sigma`` is then ignored): the weights of ridge regression without intercept.
+    kernel : {"gaussian", "exponential", "matern32", "matern52", "linear"} or Kernel
+        Default "gaussian".  ``"linear"``: :math:`k(x, x') = x^\top x'`
+        (:class:`psdsos.kernels.LinearKernel`; ``sigma`` is then ignored): the weights of
+        ridge regression without intercept.
     sigma : "scale" or float, default="scale"
         Bandwidth; "scale": :func:`psdsos.kernels.scale_bandwidth` of the training inputs,
         sqrt(n_features * X.var() / 2) (scikit-learn's ``gamma="scale"``); the value used is
@@ -385,10 +385,14 @@ default="gaussian"
     output_space_ : OutputSpace
         The fitted copy of the output space (it holds the training outputs).
     kernel_ : Kernel
-    X_fit_ : ndarray (n, p) and cholesky_ : ndarray (n, n)
-        Training inputs and lower Cholesky factor of K + n lam I (exact weights).
-    features_ : NystromFeatures and coef_map_ : ndarray (r, n)
-        With Nystrom: alpha(x) = phi(x) @ coef_map_.
+    X_fit_ : ndarray (n, p)
+        Training inputs (exact weights).
+    cholesky_ : ndarray (n, n)
+        Lower Cholesky factor of ``K + n lam I`` (exact weights).
+    features_ : NystromFeatures
+        With Nystrom: the features phi.
+    coef_map_ : ndarray (r, n)
+        With Nystrom: ``alpha(x) = phi(x) @ coef_map_``.
     n_train_ : int
     n_features_in_ : int
     classes_ : ndarray of shape (k,)
@@ -456,7 +460,7 @@ default="gaussian"
 
         Returns
         -------
-        ndarray of shape (n_test, *output_shape), in the output space.
+        ndarray of shape ``(n_test, *output_shape)``, in the output space.
         """
         check_is_fitted(self, "output_space_")
         return self.output_space_.decode(self.scores(X), method=self.decode_method)
@@ -508,7 +512,7 @@ class KRLSEstimator(_KernelWeights):
         return self._fit_weights(X, y)
 
     def predict(self, X):
-        """Projected kernel ridge predictions, shape (n_test, *output_shape)."""
+        """Projected kernel ridge predictions, shape ``(n_test, *output_shape)``."""
         check_is_fitted(self, "output_space_")
         alpha = self.scores(X)
         space = self.output_space_

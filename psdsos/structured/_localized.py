@@ -298,7 +298,7 @@ class LocalizedSELF(BaseEstimator):
       ``kernel`` on the input parts (a patch of x is compared with every patch of the
       training inputs, wherever it is);
     * ``"universal"`` (eq. 13): :math:`k((x, p), (x', q)) = K_0(x, x')\,\delta_{pq}`, the
-      kernel ``kernel`` on whole inputs (with all pairs, |P| separate SELF estimators);
+      kernel ``kernel`` on whole inputs (with all pairs, :math:`|P|` separate SELF estimators);
     * ``"both"`` (Remark 3): their sum, universal and local at once.
 
     Part losses: the output elements (the entries of y) are compared by the loss of
@@ -328,7 +328,7 @@ class LocalizedSELF(BaseEstimator):
     :math:`p \sim \pi(\cdot\mid x)`, then j with probability :math:`|\alpha_j(x,p)| / A(x,p)`,
     :math:`A = \sum_j |\alpha_j(x,p)|`, and step on :math:`z_p` along
     :math:`-\operatorname{sign}(\alpha_j) A\, \partial L_p(z_p, \eta_j)`.  It forms alpha
-    explicitly (O(m |P|) per test point: for small problems) and is a **heuristic**: with
+    explicitly (O(m :math:`|P|`) per test point: for small problems) and is a **heuristic**: with
     negative weights the objective is not convex and the method has no guarantee; it
     starts from the projected kernel-ridge average and returns the better (in the eq. 6
     objective, evaluated exactly) of that start and its last iterate.  Step sizes:
@@ -341,11 +341,10 @@ class LocalizedSELF(BaseEstimator):
 
     Parameters
     ----------
-    kernel : {"gaussian", "exponential", "matern32", "matern52", "linear"} or Kernel, \
-default="gaussian"
-        :math:`\bar K` (on input parts) and :math:`K_0` (on whole inputs).  ``"linear"``
-        (:math:`\langle u, u'\rangle`, no bandwidth) gives the *Local-LS* estimator of
-        section 6.1.
+    kernel : {"gaussian", "exponential", "matern32", "matern52", "linear"} or Kernel
+        Default "gaussian".  :math:`\bar K` (on input parts) and :math:`K_0` (on whole
+        inputs).  ``"linear"`` (:math:`\langle u, u'\rangle`, no bandwidth) gives the
+        *Local-LS* estimator of section 6.1.
     sigma : "scale" or float, default="scale"
         Bandwidth of the kernels; "scale": :func:`psdsos.kernels.scale_bandwidth` of the
         auxiliary input parts (for :math:`\bar K`) and of the training inputs (for
@@ -368,7 +367,7 @@ default="gaussian"
         callable maps X (n, input_dim) to non-negative weights (n, n_parts) (rows are
         normalized).  It weighs the parts in eq. 6 and samples :math:`p_j` in Algorithm 1.
     n_aux : int or None, default=None
-        m.  None: every pair (training input, part) once, m = n |P| (the part-based
+        m.  None: every pair (training input, part) once, m = n :math:`|P|` (the part-based
         dataset of section 4).  An int: Algorithm 1's sampling, :math:`i_j` uniform and
         :math:`p_j \sim \pi(\cdot \mid x_{i_j})`, with replacement, seeded by
         ``random_state``.
@@ -382,9 +381,9 @@ default="gaussian"
         "auto": "closed_form" where it exists (euclidean, orientation, multiclass), else
         "sgd" (Algorithm 3).
     max_iter : int or None, default=None
-        Algorithm 3: iterations per test point (None: 50 |P|).
+        Algorithm 3: iterations per test point (None: 50 :math:`|P|`).
     tol : float or None, default=None
-        Algorithm 3: stop once a sweep of |P| iterations moves no entry of z by more than
+        Algorithm 3: stop once a sweep of :math:`|P|` iterations moves no entry of z by more than
         ``tol``; a :class:`~sklearn.exceptions.ConvergenceWarning` names ``max_iter`` when
         some test points do not get there (None: run ``max_iter`` iterations, no warning).
     random_state : None, int or Generator
@@ -396,18 +395,22 @@ default="gaussian"
         The parts used (``parts``, or the single part of the default).
     n_aux_ : int
         m, the size of the auxiliary dataset.
-    aux_sample_ : ndarray (m,) and aux_part_ : ndarray (m,)
-        :math:`i_j` and :math:`p_j` of the auxiliary dataset.
+    aux_sample_ : ndarray (m,)
+        :math:`i_j` of the auxiliary dataset.
+    aux_part_ : ndarray (m,)
+        :math:`p_j` of the auxiliary dataset.
     kernel_ : Kernel or LinearKernel
         :math:`\bar K` ("restriction", "both").
     kernel0_ : Kernel or LinearKernel
         :math:`K_0` ("universal", "both").
-    coef_ : ndarray (m, D)
+    coef_ : ndarray (m, D) or (r, D)
         Exact fit: :math:`(\mathbf K + m\lambda I)^{-1}\Phi_\eta`, D = output part size times
-        the embedding dimension.
-    landmark_index_ : ndarray (r,), R_ : ndarray (r, r) and coef_ : ndarray (r, D)
-        Nystrom fit: landmark pairs, the upper Cholesky factor of their kernel matrix
-        (plus jitter), and :math:`(\Phi^\top\Phi + m\lambda I)^{-1}\Phi^\top\Phi_\eta`.
+        the embedding dimension; Nystrom fit:
+        :math:`(\Phi^\top\Phi + m\lambda I)^{-1}\Phi^\top\Phi_\eta`.
+    landmark_index_ : ndarray (r,)
+        Nystrom fit: the landmark pairs.
+    R_ : ndarray (r, r)
+        Nystrom fit: the upper Cholesky factor of the landmarks' kernel matrix (plus jitter).
     classes_ : ndarray
         "multiclass": the labels.
     n_features_in_ : int
@@ -524,7 +527,7 @@ default="gaussian"
             flattened row-major), n_samples >= 2
         y : array-like of shape (n_samples, output_dim) (or (n_samples, ...) with
             output_dim entries; predictions come back in that shape), or
-            (n_samples, output_dim, *element_shape) for vector elements ("sphere").
+            ``(n_samples, output_dim, *element_shape)`` for vector elements ("sphere").
             Labels of any hashable type for "multiclass".
 
         Returns
@@ -736,7 +739,7 @@ default="gaussian"
 
         Returns
         -------
-        ndarray of shape (n_test, *y_shape) (the shape of the training targets per sample;
+        ndarray of shape ``(n_test, *y_shape)`` (the shape of the training targets per sample;
         1-D if y was 1-D).
         """
         check_is_fitted(self, "coef_")
@@ -1046,8 +1049,8 @@ def intra_locality(X, parts, kernel="linear", sigma="scale", *, rows=None, norma
 
     For the linear kernel the second sum is computed from the second-moment matrices of the
     parts, :math:`\sum_{i,i'} \langle x_{i,p}, x_{i',q}\rangle^2 = \langle S_p, S_q
-    \rangle_F`, :math:`S_p = \sum_i x_{i,p} x_{i,p}^\top` (O(|P| n d^2 + |P|^2 d^2)); other
-    kernels take O(|P|^2 n^2 d).
+    \rangle_F`, :math:`S_p = \sum_i x_{i,p} x_{i,p}^\top`
+    (:math:`O(|P| n d^2 + |P|^2 d^2)`); other kernels take :math:`O(|P|^2 n^2 d)`.
 
     Parameters
     ----------
