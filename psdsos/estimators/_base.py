@@ -149,7 +149,7 @@ def validate_params(estimator):
         constraint.check(name, getattr(estimator, name), owner)
 
 
-_LOADABLE = {}
+_LOADABLE: dict[str, type] = {}
 
 
 def register_loadable(cls):

@@ -54,9 +54,9 @@ class LossDualResult(DualResult):
         Relative Hessian-constraint residual there.
     """
 
-    u: np.ndarray = field(default=None, repr=False)
-    alpha: np.ndarray = field(default=None, repr=False)
-    beta: np.ndarray = field(default=None, repr=False)
+    u: np.ndarray | None = field(default=None, repr=False)
+    alpha: np.ndarray | None = field(default=None, repr=False)
+    beta: np.ndarray | None = field(default=None, repr=False)
     residual: float = float("nan")
 
 

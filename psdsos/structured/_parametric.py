@@ -41,7 +41,7 @@ __all__ = ["solve_parametric"]
 
 # problem -> (options key, _Resolver or None when unsupported); the value never references
 # the problem, so an entry goes away with its problem
-_CACHE = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _FALLBACK = object()
 
 
