@@ -8,6 +8,7 @@ decompose the same matrix twice.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["check_psd", "check_spd"]
 
@@ -108,7 +109,8 @@ def eigh_checked(A, name, kind, tol=None, sym_tol=SYM_RTOL):
     return S, w, V
 
 
-def check_psd(A, name="A", *, tol=PSD_TOL, sym_tol=SYM_RTOL):
+def check_psd(A: ArrayLike, name: str = "A", *, tol: float = PSD_TOL,
+              sym_tol: float = SYM_RTOL) -> NDArray[np.float64]:
     r"""Validate (a batch of) symmetric positive semi-definite matrices.
 
     Accepts :math:`A` when, for every matrix of the batch,
@@ -152,7 +154,8 @@ def check_psd(A, name="A", *, tol=PSD_TOL, sym_tol=SYM_RTOL):
     return S
 
 
-def check_spd(A, name="A", *, tol=SPD_TOL, sym_tol=SYM_RTOL):
+def check_spd(A: ArrayLike, name: str = "A", *, tol: float = SPD_TOL,
+              sym_tol: float = SYM_RTOL) -> NDArray[np.float64]:
     r"""Validate (a batch of) symmetric positive definite matrices.
 
     Accepts :math:`A` when, for every matrix of the batch, it is symmetric to relative

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from psdsos._validation import check_scalar
 from psdsos.geometry._checks import as_square, eigh_checked
@@ -40,7 +41,7 @@ def safe_exp(x, name):
     return np.exp(x)
 
 
-def sym(A):
+def sym(A: ArrayLike) -> NDArray[np.float64]:
     r"""Symmetric part of (a batch of) square matrices.
 
     .. math::
@@ -69,7 +70,7 @@ def sym(A):
     return 0.5 * (arr + np.swapaxes(arr, -1, -2))
 
 
-def sqrtm_psd(A):
+def sqrtm_psd(A: ArrayLike) -> NDArray[np.float64]:
     r"""Principal square root of (a batch of) PSD matrices.
 
     With the eigendecomposition :math:`A = V \operatorname{diag}(\lambda) V^\top`,
@@ -113,7 +114,7 @@ def sqrtm_psd(A):
     return spectral(w, V, sqrt_psd_eigs(w))
 
 
-def powm_spd(A, p):
+def powm_spd(A: ArrayLike, p: float) -> NDArray[np.float64]:
     r"""Real power of (a batch of) SPD matrices.
 
     .. math::
@@ -151,7 +152,7 @@ def powm_spd(A, p):
     return spectral(w, V, safe_exp(p * np.log(w), "powm_spd"))
 
 
-def invsqrtm_spd(A):
+def invsqrtm_spd(A: ArrayLike) -> NDArray[np.float64]:
     r"""Inverse square root of (a batch of) SPD matrices.
 
     .. math::
@@ -185,7 +186,7 @@ def invsqrtm_spd(A):
     return spectral(w, V, 1.0 / np.sqrt(w))
 
 
-def logm_spd(A):
+def logm_spd(A: ArrayLike) -> NDArray[np.float64]:
     r"""Principal matrix logarithm of (a batch of) SPD matrices.
 
     .. math::
@@ -218,7 +219,7 @@ def logm_spd(A):
     return spectral(w, V, np.log(w))
 
 
-def expm_sym(S):
+def expm_sym(S: ArrayLike) -> NDArray[np.float64]:
     r"""Matrix exponential of (a batch of) symmetric matrices.
 
     .. math::

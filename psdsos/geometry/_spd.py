@@ -10,6 +10,7 @@ SPD matrices are the ones used for SPD-valued structured prediction (Rudi et al.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from psdsos.geometry._checks import as_float_array, as_symmetric, broadcast_batch, eigh_checked
 from psdsos.geometry._matfun import safe_exp, spectral, sqrt_psd_eigs
@@ -48,7 +49,7 @@ def _bw_aligned_roots(A, B):
     return np.broadcast_to(rA, C.shape), rB @ (U @ Vt)
 
 
-def bures_wasserstein_distance_squared(A, B):
+def bures_wasserstein_distance_squared(A: ArrayLike, B: ArrayLike) -> float | NDArray[np.float64]:
     r"""Squared Bures-Wasserstein distance between (batches of) PSD matrices.
 
     .. math::
@@ -91,7 +92,7 @@ def bures_wasserstein_distance_squared(A, B):
     return float(d2) if d2.ndim == 0 else d2
 
 
-def bures_wasserstein_distance(A, B):
+def bures_wasserstein_distance(A: ArrayLike, B: ArrayLike) -> float | NDArray[np.float64]:
     r"""Bures-Wasserstein distance between (batches of) PSD matrices.
 
     .. math::
@@ -142,7 +143,7 @@ def _check_times(t):
     return arr
 
 
-def bures_wasserstein_geodesic(A, B, t):
+def bures_wasserstein_geodesic(A: ArrayLike, B: ArrayLike, t: ArrayLike) -> NDArray[np.float64]:
     r"""Point(s) at time ``t`` on the Bures-Wasserstein geodesic from ``A`` to ``B``.
 
     .. math::
@@ -240,7 +241,7 @@ def _whiten(X, Y, nameX, nameY, kindY):
     return R, 0.5 * (M + np.swapaxes(M, -1, -2)), np.log(cX), np.log(cY)
 
 
-def affine_invariant_distance(A, B):
+def affine_invariant_distance(A: ArrayLike, B: ArrayLike) -> float | NDArray[np.float64]:
     r"""Affine-invariant Riemannian distance between (batches of) SPD matrices.
 
     .. math::
@@ -279,7 +280,7 @@ def affine_invariant_distance(A, B):
     return float(d) if d.ndim == 0 else d
 
 
-def spd_exp(X, V):
+def spd_exp(X: ArrayLike, V: ArrayLike) -> NDArray[np.float64]:
     r"""Exponential map of the affine-invariant metric on SPD matrices.
 
     .. math::
@@ -321,7 +322,7 @@ def spd_exp(X, V):
     return 0.5 * (Y + np.swapaxes(Y, -1, -2))
 
 
-def spd_log(X, Y):
+def spd_log(X: ArrayLike, Y: ArrayLike) -> NDArray[np.float64]:
     r"""Logarithm map of the affine-invariant metric on SPD matrices.
 
     .. math::
@@ -363,7 +364,7 @@ def spd_log(X, Y):
     return 0.5 * (V + np.swapaxes(V, -1, -2))
 
 
-def log_euclidean_distance(A, B):
+def log_euclidean_distance(A: ArrayLike, B: ArrayLike) -> float | NDArray[np.float64]:
     r"""Log-Euclidean distance between (batches of) SPD matrices.
 
     .. math::

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from psdsos.geometry._checks import UNIT_TOL, as_float_array, check_sphere_points
 
@@ -30,7 +31,7 @@ def _out(a):
     return float(a) if a.ndim == 0 else a
 
 
-def sphere_distance(x, y):
+def sphere_distance(x: ArrayLike, y: ArrayLike) -> float | NDArray[np.float64]:
     r"""Geodesic (great-circle) distance on the unit sphere.
 
     .. math::
@@ -69,7 +70,7 @@ def sphere_distance(x, y):
     return _out(d)
 
 
-def sphere_exp(x, v):
+def sphere_exp(x: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
     r"""Exponential map on the unit sphere.
 
     .. math::
@@ -122,7 +123,7 @@ def sphere_exp(x, v):
     return y / np.linalg.norm(y, axis=-1, keepdims=True)
 
 
-def sphere_log(x, y):
+def sphere_log(x: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:
     r"""Logarithm map on the unit sphere (inverse of :func:`sphere_exp`).
 
     .. math::
