@@ -48,12 +48,13 @@ LAMBDAS = np.logspace(-6, 1, 6)
 
 
 # --------------------------------------------------------------------------- section 6.1
-def simulate(n, P, k, gamma, w, rng):
-    """Eq. 23 inputs (n, P k) and outputs y_p = <w, x_p> + 0.5 eps_p, shape (n, P)."""
+def simulate(n, P, k, gamma, w, rng, shared_noise=False):
+    """Eq. 23 inputs (n, P k) and outputs y_p = <w, x_p> + 0.5 eps_p, shape (n, P); with
+    ``shared_noise`` one eps per sample for all its parts (the other reading of eq. 23)."""
     d = np.abs(np.subtract.outer(np.arange(P), np.arange(P))) / P
     L = np.linalg.cholesky(np.exp(-gamma * d) + 1e-12 * np.eye(P))
     Z = np.einsum("pq,nqk->npk", L, rng.standard_normal((n, P, k)))
-    Y = Z @ w + 0.5 * rng.standard_normal((n, P))
+    Y = Z @ w + 0.5 * rng.standard_normal((n, 1 if shared_noise else P))
     return Z.reshape(n, P * k), Y
 
 
@@ -66,7 +67,7 @@ def holdout_fit(make, X, Y, idx):
     return make(LAMBDAS[int(np.argmin(errs))]).fit(X, Y)
 
 
-def section_61(gammas, n_parts, k, n_train, n_test, runs, seed):
+def section_61(gammas, n_parts, k, n_train, n_test, runs, seed, shared_noise=False):
     """Test MSE of LS and Local-LS, arrays (len(gammas), len(n_parts))."""
     ls = np.zeros((len(gammas), len(n_parts)))
     local = np.zeros_like(ls)
@@ -76,8 +77,8 @@ def section_61(gammas, n_parts, k, n_train, n_test, runs, seed):
                 rng = np.random.default_rng([seed, g, b, r])
                 w = rng.standard_normal(k)
                 w *= rng.uniform() ** (1 / k) / np.linalg.norm(w)  # uniform in the unit ball
-                X, Y = simulate(n_train, P, k, gamma, w, rng)
-                Xt, Yt = simulate(n_test, P, k, gamma, w, rng)
+                X, Y = simulate(n_train, P, k, gamma, w, rng, shared_noise)
+                Xt, Yt = simulate(n_test, P, k, gamma, w, rng, shared_noise)
                 idx = rng.permutation(n_train)  # the same hold-out split for both
                 glob = holdout_fit(lambda lam: KRLSEstimator("linear", lam=lam), X, Y, idx)
                 # the linear restriction kernel has rank k: Nystrom with r = k is exact
@@ -142,6 +143,9 @@ def main(argv=None):
                          "480 x 640, m = 30,000): hours")
     ap.add_argument("--out", metavar="PATH", default=None, help="write the figure there")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--shared-noise", action="store_true",
+                    help="section 6.1 with one noise draw per sample shared by its parts "
+                         "(default: independent noise per part)")
     args = ap.parse_args(argv)
     fast = os.environ.get("PSDSOS_EXAMPLE_FAST") == "1"
     if args.paper:
@@ -159,7 +163,7 @@ def main(argv=None):
         cfg62 = dict(shape=(60, 80), n_train=10, n_test=4, n_aux=3000, n_landmarks=400)
 
     t0 = time.perf_counter()
-    ls, local = section_61(**cfg61, seed=args.seed)
+    ls, local = section_61(**cfg61, seed=args.seed, shared_noise=args.shared_noise)
     print("Section 6.1: test MSE, rows gamma, columns |P| =", cfg61["n_parts"])
     for g, gamma in enumerate(cfg61["gammas"]):
         print(f"  gamma = {gamma:6.1f}  LS       " + "  ".join(f"{v:.4f}" for v in ls[g]))
