@@ -2,7 +2,7 @@ r"""Convex regression: kernel SoS vs kernel ridge vs CNLS (PSD paper, section 6.
 ============================================================================================
 
 Reference: Muzellec, Bach, Rudi, "Learning PSD-valued functions using kernel sums-of-squares",
-copy in ``papers/kernel-sos-psd-functions.md``.  Protocol choices are taken from the paper
+https://hal.science/hal-03454277.  Protocol choices are taken from the paper
 (section cited) or marked UNSPECIFIED with the choice made here.
 
 Data (eq. 30, Figure 3 caption)

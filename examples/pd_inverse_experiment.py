@@ -2,7 +2,7 @@ r"""Learning the inverse of a positive definite matrix (manifold paper, section 
 ==========================================================================================
 
 Reference: Rudi, Ciliberto, Marconi, Rosasco, "Manifold Structured Prediction" (NeurIPS 2018),
-copy in ``papers/manifold-structured-prediction.md``.  Every protocol choice below is either
+https://arxiv.org/abs/1806.09908.  Every protocol choice below is either
 taken from the paper (section / appendix cited) or marked UNSPECIFIED with the choice we made.
 
 Data (section 4.2, "Learning the Inverse of a Positive Definite Matrix")

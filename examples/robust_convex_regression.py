@@ -2,7 +2,7 @@ r"""Robust and quantile convex regression with kernel SoS (Huber and pinball los
 =================================================================================
 
 Reference: Muzellec, Bach, Rudi, "Learning PSD-valued functions using kernel sums-of-squares"
-(copy in ``papers/kernel-sos-psd-functions.md``): eq. (28) with a general convex loss
+(https://hal.science/hal-03454277): eq. (28) with a general convex loss
 (Theorem 2 holds for any convex lower-semicontinuous loss), data of eq. (30).
 
 Part A: heavy-tailed noise
