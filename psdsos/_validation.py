@@ -154,15 +154,28 @@ def check_choice(value, name, choices):
     raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
 
 
-def scaled_mean_std(A, *, axis=None, center=True):
+def scaled_mean_std(A, *, axis=None, center=True, weights=None):
     """Mean and standard deviation of ``A`` (along ``axis``) without overflow or underflow.
 
     ``A`` is first divided by its largest absolute value (along ``axis``), the statistics
     are taken there and scaled back, so every finite input gives finite statistics (values
     near 1e300 or 1e-300 included).  ``center=False``: the root mean square instead of the
-    standard deviation, and a mean of 0.  An all-zero ``A`` gives (0, 0).
+    standard deviation, and a mean of 0.  An all-zero ``A`` gives (0, 0).  ``weights``
+    (same shape as ``A``, non-negative, ``axis=None`` only): the weighted statistics, entry
+    j counted ``weights[j]`` times (scikit-learn's sample-weight semantics).
     """
     A = np.asarray(A, dtype=np.float64)
+    if weights is not None:
+        if axis is not None:
+            raise ValueError("scaled_mean_std: weights need axis=None")
+        s = float(np.max(np.abs(A))) if A.size else 0.0
+        if s == 0.0:
+            return 0.0, 0.0
+        An = A / s
+        p = np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
+        m = float(p @ An) if center else 0.0
+        sd = float(np.sqrt(max(float(p @ ((An - m) ** 2)), 0.0)))
+        return s * m, s * sd
     a = np.max(np.abs(A), axis=axis, keepdims=True)
     a = np.where(a > 0, a, 1.0)
     An = A / a

@@ -25,6 +25,7 @@ from psdsos.kernels import (
     Matern32Kernel,
     Matern52Kernel,
     get_kernel,
+    scale_bandwidth,
 )
 
 EPS = np.finfo(np.float64).eps
@@ -547,3 +548,13 @@ def test_hessian_sum_validates(rng):
         k.hessian_sum(X, Y, np.array([1.0, np.nan, 0.0]))
     with pytest.raises(ValueError, match="hessian_sum"):
         get_kernel("exponential", 1.0).hessian_sum(X, Y, np.ones(3))
+
+
+def test_scale_bandwidth_weights_are_repeated_rows():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(7, 3)) * 1e150
+    w = np.array([1, 2, 3, 1, 1, 4, 2])
+    ref = scale_bandwidth(np.repeat(X, w, axis=0))
+    np.testing.assert_allclose(scale_bandwidth(X, w), ref, rtol=1e-12)
+    np.testing.assert_allclose(scale_bandwidth(X, 2.5 * w), ref, rtol=1e-12)
+    np.testing.assert_allclose(scale_bandwidth(X, np.ones(7)), scale_bandwidth(X), rtol=1e-12)

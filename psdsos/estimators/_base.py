@@ -129,16 +129,17 @@ class Bandwidth:
         )
 
 
-def resolve_kernel(kernel, sigma, X):
+def resolve_kernel(kernel, sigma, X, sample_weight=None):
     """The fitted kernel: a Kernel object unchanged, else ``kernel`` with bandwidth ``sigma``,
-    ``sigma="scale"`` meaning :func:`psdsos.kernels.scale_bandwidth` of the training ``X``.
-    ``"linear"`` (accepted only by the estimators whose constraints allow it) ignores sigma."""
+    ``sigma="scale"`` meaning :func:`psdsos.kernels.scale_bandwidth` of the training ``X``
+    (weighted by ``sample_weight``: rows counted w_i times).  ``"linear"`` (accepted only by
+    the estimators whose constraints allow it) ignores sigma."""
     if isinstance(kernel, (Kernel, LinearKernel)):
         return kernel
     if isinstance(kernel, str) and kernel.lower() == "linear":
         return LinearKernel()
     if isinstance(sigma, str) and sigma == "scale":
-        sigma = scale_bandwidth(X)
+        sigma = scale_bandwidth(X, sample_weight)
     return get_kernel(kernel, sigma)
 
 

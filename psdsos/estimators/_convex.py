@@ -26,12 +26,7 @@ from psdsos.estimators._base import (
     save_estimator,
     validate_params,
 )
-from psdsos.estimators._weights import (
-    check_sample_weight,
-    first_unique_rows,
-    resolve_kernel_weighted,
-    weighted_mean_std,
-)
+from psdsos.estimators._weights import check_sample_weight, first_unique_rows
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.features._features import _greedy_pivots
 from psdsos.kernels import get_kernel
@@ -365,10 +360,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         if a == 0.0:
             self.y_offset_, self.y_scale_ = 0.0, 1.0
             return
-        if w is None:
-            self.y_offset_, sd = scaled_mean_std(y, center=self.fit_intercept)
-        else:
-            self.y_offset_, sd = weighted_mean_std(y, w, center=self.fit_intercept)
+        self.y_offset_, sd = scaled_mean_std(y, center=self.fit_intercept, weights=w)
         self.y_scale_ = sd if sd > 0 else a
 
     def _standardize(self, kernel, X, Z, y):
@@ -455,7 +447,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
                 f"sample_weight leaves {X.shape[0]} sample of positive weight; at least 2 "
                 "are required"
             )
-        kernel = resolve_kernel_weighted(self.kernel, self.sigma, X, w)
+        kernel = resolve_kernel(self.kernel, self.sigma, X, w)
         if kernel.differentiability < 2:
             raise ValueError(
                 f"kernel {kernel.name!r} is not twice differentiable; convex regression needs "

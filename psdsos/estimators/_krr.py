@@ -21,9 +21,10 @@ from psdsos.estimators._base import (
     Bandwidth,
     Bool,
     Interval,
+    resolve_kernel,
     validate_params,
 )
-from psdsos.estimators._weights import check_sample_weight, resolve_kernel_weighted
+from psdsos.estimators._weights import check_sample_weight
 from psdsos.kernels import Kernel
 
 __all__ = ["KernelRidgeRegressor"]
@@ -134,7 +135,7 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
         X, y = validate_data(self, X, y, reset=True, dtype=np.float64, y_numeric=True)
         X, y, w = check_sample_weight(sample_weight, X, y)
         n, p = X.shape
-        kernel = resolve_kernel_weighted(self.kernel, self.sigma, X, w)
+        kernel = resolve_kernel(self.kernel, self.sigma, X, w)
         self.kernel_, self.X_fit_ = kernel, X
         # the data term's weights sum to n (unweighted) or sum(w); KernelRidge's to sum(w)
         reg = n * self.rho if w is None else float(np.sum(w)) * self.rho

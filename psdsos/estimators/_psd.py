@@ -24,6 +24,7 @@ from psdsos.estimators._base import (
     save_estimator,
     validate_params,
 )
+from psdsos.estimators._weights import check_sample_weight
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.losses import LOSSES, Loss, SquaredLoss, get_loss
 from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_huber_irls, solve_primal
@@ -48,22 +49,6 @@ def _scaled_lam1(lam1, e, Phi, d):
     cap = 2.0 * d * max(1.0, float(np.max(np.sum(Phi * Phi, axis=1))))
     with np.errstate(over="ignore"):
         return float(min(np.ldexp(float(lam1), -e), cap))
-
-
-def _weighted_scale(X, w):
-    """``sigma="scale"`` (:func:`psdsos.kernels.scale_bandwidth`) of the data set whose
-    row i is repeated w_i times: the weighted variance of all entries."""
-    top = float(np.abs(X).max())
-    Xs = X / top if top > 0 else X
-    p = X.shape[1]
-    wn = w / w.sum()
-    mean = float(wn @ Xs.sum(axis=1)) / p
-    var = float(wn @ ((Xs - mean) ** 2).sum(axis=1)) / p
-    sigma = np.sqrt(var) * top * np.sqrt(p / 2.0)
-    if not (np.isfinite(sigma) and sigma > 0):
-        raise ValueError("X has zero spread among the rows of positive weight: sigma='scale' "
-                         "cannot derive a bandwidth; give a numeric sigma > 0")
-    return float(sigma)
 
 
 @register_loadable
@@ -274,18 +259,10 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
                                                  and self.solver == "dual"):
             raise ValueError("huber_method='irls' needs loss='huber' and solver='dual', got "
                              f"loss={self.loss!r}, solver={self.solver!r}")
-        weights = None
-        if sample_weight is not None:
-            w = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                     ensure_non_negative=True)
-            keep = w > 0
-            if keep.sum() < 2:
-                raise ValueError("sample_weight must have at least 2 positive entries (rows of "
-                                 f"weight 0 are dropped), got {int(keep.sum())}")
-            X, M, w = X[keep], M[keep], w[keep]
-            n = X.shape[0]
-            # equal weights: the unweighted problem itself (scaling changes nothing)
-            weights = None if np.all(w == w[0]) else w
+        X, M, w = check_sample_weight(sample_weight, X, M, min_positive=2)
+        n = X.shape[0]
+        # equal weights: the unweighted problem itself (scaling changes nothing)
+        weights = None if w is None or np.all(w == w[0]) else w
         if self.lam1 == 0 and self.lam2 == 0:
             # J(B) is then bounded below but its infimum is in general not attained (PSD
             # paper, Theorem 2 needs lam1 > 0 or lam2 > 0): minimizing sequences have
@@ -300,12 +277,8 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
                 "lam2 = 0 is not supported by solver='dual' (the dual of eq. 12 needs lam2 > 0); "
                 "use solver='primal', which handles lam2 = 0 with lam1 >= 0"
             )
-        if (weights is not None and isinstance(self.sigma, str) and self.sigma == "scale"
-                and isinstance(self.kernel, str)):
-            # the bandwidth of the data set with rows repeated w_i times
-            kernel = resolve_kernel(self.kernel, _weighted_scale(X, weights), X)
-        else:
-            kernel = resolve_kernel(self.kernel, self.sigma, X)
+        # sigma="scale" with weights: the bandwidth of the data set with rows repeated w_i times
+        kernel = resolve_kernel(self.kernel, self.sigma, X, weights)
         if self.n_landmarks is None:
             features = ExactFeatures(kernel).fit(X)
         else:

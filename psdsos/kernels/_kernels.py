@@ -846,7 +846,7 @@ def get_kernel(kernel, sigma=None):
     return KERNELS[name](sigma=sigma)
 
 
-def scale_bandwidth(X):
+def scale_bandwidth(X, sample_weight=None):
     """Bandwidth ``sigma="scale"`` from the inputs' spread, as scikit-learn's ``gamma="scale"``.
 
     scikit-learn's ``SVC(gamma="scale")`` uses :math:`\\gamma = 1 / (p \\operatorname{Var}(X))`
@@ -872,6 +872,10 @@ def scale_bandwidth(X):
     ----------
     X : array-like of shape (n_samples, n_features)
         Training inputs (finite).
+    sample_weight : array-like of shape (n_samples,) or None
+        Positive row weights: the variance of the data set whose row i is repeated
+        ``sample_weight[i]`` times (for integer weights the bandwidth of the duplicated
+        rows; scaling all weights changes nothing).  Validated by the caller.
 
     Returns
     -------
@@ -893,7 +897,11 @@ def scale_bandwidth(X):
     0.707107
     """
     X = check_array_2d(X, "X")
-    sigma = scaled_mean_std(X)[1] * np.sqrt(X.shape[1] / 2.0)
+    if sample_weight is None:
+        sd = scaled_mean_std(X)[1]
+    else:
+        sd = scaled_mean_std(X.ravel(), weights=np.repeat(sample_weight, X.shape[1]))[1]
+    sigma = sd * np.sqrt(X.shape[1] / 2.0)
     if not (np.isfinite(sigma) and sigma > 0):
         raise ValueError(
             f"X has zero spread (all {X.size} entries equal {X.flat[0]!r}): sigma='scale' "

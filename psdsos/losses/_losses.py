@@ -381,7 +381,21 @@ class AbsoluteLoss(Loss):
         return cp.abs(rows) if len(rows.shape) == 1 else cp.norm(rows, 2, axis=1)
 
 
-class QuantileLoss(Loss):
+class _LevelLoss(Loss):
+    """What the quantile and expectile losses share: scalar residuals and the level tau in
+    (0, 1) (parameter ``quantile``)."""
+
+    scalar_only = True
+
+    def __init__(self, quantile):
+        self.quantile = check_scalar(quantile, "quantile", lower=0.0, upper=1.0,
+                                     lower_inclusive=False, upper_inclusive=False)
+
+    def params(self):
+        return {"loss": self.name, "quantile": self.quantile}
+
+
+class QuantileLoss(_LevelLoss):
     r"""Pinball loss of level tau (scalar residuals r = f - y).
 
     :math:`\ell(r) = \max(-\tau r, (1 - \tau) r)`, i.e. :math:`\tau u` for
@@ -396,14 +410,6 @@ class QuantileLoss(Loss):
 
     name = "quantile"
     is_smooth = False
-    scalar_only = True
-
-    def __init__(self, quantile):
-        self.quantile = check_scalar(quantile, "quantile", lower=0.0, upper=1.0,
-                                     lower_inclusive=False, upper_inclusive=False)
-
-    def params(self):
-        return {"loss": self.name, "quantile": self.quantile}
 
     def value(self, R):
         r, t = self._check(R), self.quantile
@@ -438,7 +444,7 @@ class QuantileLoss(Loss):
         return cp.maximum(-t * residual, (1 - t) * residual)
 
 
-class ExpectileLoss(Loss):
+class ExpectileLoss(_LevelLoss):
     r"""Asymmetric squared loss of level tau (scalar residuals r = f - y).
 
     :math:`\ell(r) = |\tau - 1\{u < 0\}|\,u^2` with :math:`u = y - f = -r`:
@@ -453,18 +459,13 @@ class ExpectileLoss(Loss):
     """
 
     name = "expectile"
-    scalar_only = True
     conjugate_is_smooth = True
 
     def __init__(self, quantile):
-        self.quantile = check_scalar(quantile, "quantile", lower=0.0, upper=1.0,
-                                     lower_inclusive=False, upper_inclusive=False)
+        super().__init__(quantile)
         t = self.quantile
         self.smoothness = 2.0 * max(t, 1 - t)
         self.conjugate_smoothness = 1.0 / (2.0 * min(t, 1 - t))
-
-    def params(self):
-        return {"loss": self.name, "quantile": self.quantile}
 
     def _slopes(self, x):
         t = self.quantile

@@ -562,8 +562,11 @@ def _finish(best, converged, message, n_iter, eta, t0, hist, setup_time, every, 
 
 def _momentum(y, xn, x, t_fista, mu, eta):
     """Next extrapolated point of accelerated proximal gradient, with the gradient-mapping
-    restart (O'Donoghue and Candes, 2015): returns (y, x, t)."""
-    if float(np.vdot(y - xn, xn - x)) > 0:
+    restart (O'Donoghue and Candes, 2015): returns (y, x, t).  The points are arrays or
+    tuples of arrays (blocks of variables, e.g. (u, Gamma))."""
+    blocks = isinstance(xn, tuple)
+    ys, xns, xs = (v if blocks else (v,) for v in (y, xn, x))
+    if sum(float(np.vdot(a - b, b - c)) for a, b, c in zip(ys, xns, xs, strict=True)) > 0:
         return xn, xn, 1.0
     if mu > 0:
         qk = np.sqrt(min(mu * eta, 1.0))
@@ -572,7 +575,8 @@ def _momentum(y, xn, x, t_fista, mu, eta):
         t_new = 0.5 * (1 + np.sqrt(1 + 4 * t_fista**2))
         beta = (t_fista - 1) / t_new
         t_fista = t_new
-    return xn + beta * (xn - x), xn, t_fista
+    yn = tuple(b + beta * (b - c) for b, c in zip(xns, xs, strict=True))
+    return (yn if blocks else yn[0]), xn, t_fista
 
 
 def _say(text):

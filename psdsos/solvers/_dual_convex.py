@@ -23,7 +23,6 @@ optimum).
 
 from __future__ import annotations
 
-import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from psdsos._validation import check_scalar
-from psdsos.solvers._dual import DualResult
+from psdsos.solvers._dual import DualResult, _momentum, _say
 from psdsos.solvers._negpart import NegativePart
 from psdsos.sos import sos_adjoint, sos_evaluate, sos_operator_norm_sq
 
@@ -179,15 +178,9 @@ def solve_dual_loss(problem, *, tol=1e-6, max_iter=20000, init=None, verbose=Fal
                 message = (f"relative duality gap {gap:.3e} and relative constraint residual "
                            f"{res:.3e} <= tol {tol:g}")
                 break
-        # momentum with the gradient-mapping restart
-        if float(du @ (un - xu)) + float(np.vdot(dG, Gn - xG)) < 0:
-            t_fista, mom = 1.0, 0.0
-        else:
-            t_new = 0.5 * (1 + np.sqrt(1 + 4 * t_fista**2))
-            mom = (t_fista - 1) / t_new
-            t_fista = t_new
-        yu, yG = un + mom * (un - xu), Gn + mom * (Gn - xG)
-        xu, xG = un, Gn
+        # momentum with the gradient-mapping restart (no strong convexity used here)
+        (yu, yG), (xu, xG), t_fista = _momentum((yu, yG), (un, Gn), (xu, xG), t_fista, 0.0,
+                                                eta)
         eta = 2.0 * eta
     else:
         message = (f"maximum number of iterations {max_iter} reached with relative gap / "
@@ -207,6 +200,3 @@ def solve_dual_loss(problem, *, tol=1e-6, max_iter=20000, init=None, verbose=Fal
         u=u, alpha=alpha, beta=beta, residual=res,
     )
 
-
-def _say(text):
-    print(f"[psdsos dual] {text}", file=sys.stderr, flush=True)
