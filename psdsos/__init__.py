@@ -7,6 +7,7 @@ Subpackages (lower never imports higher): kernels -> features -> sos -> solvers 
 estimators -> structured; geometry, datasets, model_selection, plotting and cli around them.
 """
 
+from psdsos._config import config_context, get_config, set_config
 from psdsos.estimators import (
     ConvexRegressor,
     KernelRidgeRegressor,
@@ -26,5 +27,8 @@ __all__ = [
     "SELFEstimator",
     "KRLSEstimator",
     "load",
+    "config_context",
+    "get_config",
+    "set_config",
     "__version__",
 ]

@@ -35,6 +35,7 @@ from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_primal
 from psdsos.solvers._dual_convex import solve_dual_loss
 from psdsos.sos import (
     ConvexRegressionExactProblem,
+    ConvexRegressionNystromProblem,
     ConvexRegressionProblem,
     exact_gradient,
     exact_hessian,
@@ -94,6 +95,14 @@ CURVATURE_FLOOR = 1e-6
 #: Sobol points of the training data's bounding box where convexity_deficit (and the fit's
 #: own certificate, convexity_deficit_) look for negative curvature.
 DEFICIT_POINTS = 4096
+
+#: centers="auto": f expands on every training point up to this many samples (the paper's
+#: eq. 28; its n x n kernel matrix is then at most 32 MB), on the landmarks beyond (with
+#: n_landmarks).
+AUTO_TRAIN_CENTERS = 2000
+
+#: centers="train" refuses more samples than this (n x n arrays of 3.2 GB and more).
+MAX_TRAIN_CENTERS = 20000
 
 
 #: Losses of ConvexRegressor (``loss=``); see "Other losses and sample weights".
@@ -223,6 +232,15 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         Nystrom rank of the SoS features Psi (the paper uses 25 when n > 25); the
         landmarks are drawn among the constraint points.  With the default constraint
         points, a rank >= their number means exact features on them.
+    centers : {"auto", "train", "landmarks"}, default="auto"
+        Where f expands: ``"train"``: every training point (eq. 28 as written; n x n
+        kernel matrices, refused above 20,000 samples); ``"landmarks"``: the features'
+        anchor points (the n_landmarks Nystrom landmarks, or every constraint point with
+        exact features), the Nystrom model: the data enter through one chunked pass
+        (:class:`psdsos.sos.ConvexRegressionNystromProblem`), no n x n array, O(n r) memory,
+        an iteration independent of n.  ``"auto"``: ``"train"`` up to 2,000 samples or
+        without n_landmarks, ``"landmarks"`` beyond.  ``X_fit_`` and ``alpha_`` hold the
+        expansion points and their weights either way.
     fit_intercept : bool, default=True
     concave : bool, default=False
         Fit a concave function (the negation of the convex fit to -y).
@@ -247,7 +265,8 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         second-derivative representers at ``constraint_points_``.
     intercept_ : float
     coef_ : ndarray (n_features,)
-    X_fit_ : ndarray (n, n_features)
+    X_fit_ : ndarray (n, n_features) or (r, n_features)
+        The expansion points: the training points, or the landmarks (``centers``).
     B_ : ndarray (r d, r d)
         In the user's units: ``Hess f(z_j) = Psi_j^T B_ Psi_j`` (``y_scale_ / x_scale_**2``
         times the standardized problem's B).
@@ -301,6 +320,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         "representation": Options(["approx", "exact"]),
         "constraint_points": _ConstraintPoints(),
         "n_landmarks": Interval(numbers.Integral, 1, None, allow_none=True),
+        "centers": Options(["auto", "train", "landmarks"]),
         "fit_intercept": Bool(),
         "concave": Bool(),
         "tol": Interval(numbers.Real, 0.0, None, closed="neither"),
@@ -315,9 +335,9 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
 
     def __init__(self, kernel="gaussian", sigma="scale", *, rho=1e-4, lam1=0.0, lam2=1e-3,
                  solver="dual", primal_solver="SCS", representation="approx",
-                 constraint_points=None, n_landmarks=None, fit_intercept=True, concave=False,
-                 tol=1e-6, max_iter=20000, warm_start=False, random_state=None, verbose=False,
-                 loss="squared", delta=None, quantile=None):
+                 constraint_points=None, n_landmarks=None, centers="auto", fit_intercept=True,
+                 concave=False, tol=1e-6, max_iter=20000, warm_start=False, random_state=None,
+                 verbose=False, loss="squared", delta=None, quantile=None):
         self.kernel = kernel
         self.sigma = sigma
         self.rho = rho
@@ -328,6 +348,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         self.representation = representation
         self.constraint_points = constraint_points
         self.n_landmarks = n_landmarks
+        self.centers = centers
         self.fit_intercept = fit_intercept
         self.concave = concave
         self.tol = tol
@@ -491,7 +512,21 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             raise ValueError(f"loss={self.loss!r} is implemented for representation='approx' "
                              "only; use representation='approx' or loss='squared'")
         if self.representation == "exact":
+            if self._expands_on_landmarks(n):
+                raise ValueError(
+                    "representation='exact' expands f on every training point (eq. 37); with "
+                    f"{n} samples and centers={self.centers!r} use representation='approx' "
+                    "(f in the span of the landmarks) or centers='train'"
+                )
             return self._fit_exact(kernel_u, features, X, U, t, Z, Zu, Phi, w)
+        if self._expands_on_landmarks(n):
+            return self._fit_landmarks(kernel, kernel_u, features, X, U, t, Z, Zu, Phi, w)
+        if n > MAX_TRAIN_CENTERS:
+            raise ValueError(
+                f"centers='train' with {n} samples needs n x n kernel matrices "
+                f"({8 * n * n / 2**30:.1f} GiB each); set n_landmarks (e.g. 50) with "
+                "centers='auto' or 'landmarks' (f in the span of the landmarks, O(n r) memory)"
+            )
         K = kernel_u(U, U)
         Hk = kernel_u.hessian(Zu, U)
         E = np.hstack([np.ones((n, 1)), U]) if self.fit_intercept else None
@@ -502,6 +537,39 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         alpha, beta, B = self._solve(problem, Z, ("alpha", "beta"))
         self.__dict__.pop("gamma_", None)  # no stale exact-representation coefficients
         self._set_fitted(kernel, features, X, Z, *self._unscale(alpha, beta, B))
+        self.objective_ = float(problem.objective(alpha, beta, B))
+        self.constraint_residual_ = float(problem.constraint_residual(alpha, B))
+        self._certify_convexity()
+        return self
+
+    def _expands_on_landmarks(self, n):
+        """Whether f expands on the features' anchor points (``centers``)."""
+        if self.centers == "landmarks":
+            return True
+        if self.centers == "train":
+            return False
+        return self.n_landmarks is not None and n > AUTO_TRAIN_CENTERS
+
+    def _fit_landmarks(self, kernel, kernel_u, features, X, U, t, Z, Zu, Phi, w):
+        """n_landmarks: f in the span of the features' landmarks (the constraint points
+        themselves when the rank covers them), data compressed by row chunks
+        (ConvexRegressionNystromProblem): no n x n array, O(n r) memory."""
+        C = features.anchors_
+        Cu = (C - self.x_offset_) / self.x_scale_
+        Hk = kernel_u.hessian(Zu, Cu)
+        if self._loss_object() is not None:
+            # general losses keep the n x q fit matrix (their dual has one variable per sample)
+            n = X.shape[0]
+            E = np.hstack([np.ones((n, 1)), U]) if self.fit_intercept else None
+            lm = (kernel_u, U, Cu)
+            return self._fit_loss(kernel, features, C, Z, kernel_u(Cu, Cu), Hk, Phi, t, E, w,
+                                  landmarks=lm)
+        problem = ConvexRegressionNystromProblem(kernel_u, U, Cu, Hk, Phi, t,
+                                                 self.fit_intercept, self.rho, self.lam1,
+                                                 self.lam2, sample_weight=w)
+        alpha, beta, B = self._solve(problem, Z, ("alpha", "beta"))
+        self.__dict__.pop("gamma_", None)
+        self._set_fitted(kernel, features, C, Z, *self._unscale(alpha, beta, B))
         self.objective_ = float(problem.objective(alpha, beta, B))
         self.constraint_residual_ = float(problem.constraint_residual(alpha, B))
         self._certify_convexity()
@@ -533,14 +601,17 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         tau = 1.0 - self.quantile if self.concave else self.quantile
         return get_loss(name, quantile=tau)
 
-    def _fit_loss(self, kernel, features, X, Z, K, Hk, Phi, t, E, w):
+    def _fit_loss(self, kernel, features, X, Z, K, Hk, Phi, t, E, w, landmarks=None):
         """loss != "squared": the dual with the extra variables u (warm started by weighted
-        least squares) or the CVXPY primal, both certified; see "Other losses"."""
+        least squares) or the CVXPY primal, both certified; see "Other losses".  X: the
+        expansion points (the landmarks with ``landmarks = (kernel_u, U, Cu)``, K then
+        their kernel matrix)."""
         loss = self._loss_object()
+        F = None if landmarks is None else landmarks[0](landmarks[1], landmarks[2])
         problem = ConvexRegressionLossProblem(K, Hk, Phi, t, E, self.rho, self.lam1,
-                                              self.lam2, loss, sample_weight=w)
+                                              self.lam2, loss, sample_weight=w, F=F)
         if self.solver == "dual":
-            init = self._irls_start(problem, K, Hk, Phi, t, E)
+            init = self._irls_start(problem, K, Hk, Phi, t, E, landmarks)
             res = solve_dual_loss(problem, tol=self.tol, max_iter=self.max_iter, init=init,
                                   verbose=self.verbose)
             alpha, beta, B = res.alpha, res.beta, res.B
@@ -562,7 +633,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         self._certify_convexity()
         return self
 
-    def _irls_start(self, problem, K, Hk, Phi, t, E):
+    def _irls_start(self, problem, K, Hk, Phi, t, E, landmarks=None):
         """A starting point (u, Gamma) for the dual of a general loss: iteratively
         reweighted least squares on the (fast, preconditioned) least-squares dual, with the
         weights c_i l'(r_i) / r_i (the Huber weights min(1, delta / |r|), the expectile
@@ -580,9 +651,14 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             for _ in range(n_rounds):
-                pw = ConvexRegressionProblem(K, Hk, Phi, t, E, self.rho, self.lam1, self.lam2,
-                                             sample_weight=c * omega / 2,
-                                             normalize_weights=False)
+                if landmarks is None:
+                    pw = ConvexRegressionProblem(K, Hk, Phi, t, E, self.rho, self.lam1,
+                                                 self.lam2, sample_weight=c * omega / 2,
+                                                 normalize_weights=False)
+                else:
+                    pw = ConvexRegressionNystromProblem(
+                        *landmarks, Hk, Phi, t, self.fit_intercept, self.rho, self.lam1,
+                        self.lam2, sample_weight=c * omega / 2, normalize_weights=False)
                 budget = self.max_iter - self._irls_iter
                 if budget <= 0:
                     break
@@ -591,7 +667,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
                 self._irls_iter += res.n_iter
                 G = res.G
                 alpha, beta = pw.recover(G)
-                z = K @ alpha + (E @ beta if E is not None else 0.0)
+                z = problem._values(alpha) + (E @ beta if E is not None else 0.0)
                 r = z - t
                 g = loss.grad(r)
                 if loss.is_smooth:
@@ -894,7 +970,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         if params.get("representation") != "exact":
             spec.pop("gamma")
         cp_ = params.get("constraint_points")
-        if isinstance(cp_, str) and cp_ == "train":
+        if isinstance(cp_, str) and cp_ == "train" and params.get("centers") == "train":
             spec["constraint_points"] = ("n", "p")
         elif isinstance(cp_, int):
             return spec, {"m": cp_, "_from": {"m": "the parameter constraint_points"}}

@@ -238,7 +238,9 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
         # not described by U (weighted least squares: per-sample curvatures 1 / c_i)
         shift = getattr(problem, "curvature_shift", None)
         Pinv = DualPreconditioner(Phi, d, lam2, mu if shift is None else float(shift()), U)
-        L = _metric_lipschitz(problem, Phi, d, lam2, Pinv)
+        # a complete factor: 10 power iterations; the split factor's P~ >= P holds by
+        # construction, and each check costs two passes of the SoS maps: 3
+        L = _metric_lipschitz(problem, Phi, d, lam2, Pinv, n_iter=3 if Pinv.tail else 10)
         # strong convexity of q in the metric of P: mu / lambda_max(P)
         mu = mu / Pinv.lambda_max_bound(lam2) if mu > 0 else 0.0
     else:
@@ -474,9 +476,11 @@ def _solve_dual_prox(problem, *, tol, max_iter, init, step_size, verbose, histor
 
 
 class _MetricProx:
-    r"""Proximal steps in the metric H = U U^T, U = V diag(sqrt(s / lam2)) (x) I, of the
-    curvature bound of the negative-part term, for h_i(G) = <G_i, M_i> + |G_i|^2/(2 c_i)
-    + indicator(G_i in c_i C).
+    r"""Proximal steps in the metric H = U U^T + t I, U = V diag(sqrt(s / lam2)) (x) I, of
+    the curvature bound of the negative-part term, for h_i(G) = <G_i, M_i> + |G_i|^2/(2 c_i)
+    + indicator(G_i in c_i C) (t = c / lam2 > 0 only when the preconditioner bounds part of
+    the Hadamard square by c I; the projection below then takes the minimizer of
+    h_i + <a_i, .> + t |. - Y_i|^2 / 2, still one scaled projection per sample).
 
     The step solves :math:`\min_X h(X) + \langle g, X - Y\rangle + \frac12\|U^T(X - Y)\|^2`
     through its dual in u (one row per eigenvector of K_Phi o K_Phi):
@@ -495,9 +499,13 @@ class _MetricProx:
         pre = DualPreconditioner(Phi, d, lam2, 0.0, None)
         self.V = pre.V
         self.sq = np.sqrt(np.maximum(pre.s, 0.0) / lam2)
-        self.h_max = float(self.sq.max() ** 2) if self.sq.size else 0.0
+        # many rows: the metric is U U^T + t I, t = c / lam2 the bound on the omitted part
+        # of the Hadamard square (DualPreconditioner); 0 when the factor is complete
+        self.t = float(pre.tail) / lam2
+        self.h_max = (float(self.sq.max() ** 2) if self.sq.size else 0.0) + self.t
         self.M, self.c, self.project = M, np.asarray(c, dtype=np.float64), project
         self.cb = self.c[:, None, None]
+        self.shrink = (1.0 + self.t * self.c)[:, None, None]
         self.pinv = 1.0 / (1.0 + float(self.c.max()) * self.sq**2)
         self.m, self.d = M.shape[0], d
         self.u = np.zeros((self.V.shape[1], d * d))
@@ -508,15 +516,19 @@ class _MetricProx:
     def _Ut(self, Z):
         return self.sq[:, None] * (self.V.T @ Z.reshape(self.m, -1))
 
-    def _x(self, g, u):
-        return self.cb * self.project(-(g + self._U(u)) - self.M)
+    def _x(self, g, u, Y):
+        a = g + self._U(u) + self.M
+        if self.t:
+            # the minimizer of <G, a> + |G|^2 / (2 c_i) + t |G - Y_i|^2 / 2 over c_i C
+            return self.cb * self.project(-(a - self.t * Y) / self.shrink)
+        return self.cb * self.project(-a)
 
     def step(self, Y, g, inner_tol, max_inner=500):
         u = self.u
         z, t = u, 1.0
-        x = self._x(g, u)
+        x = self._x(g, u, Y)
         for _ in range(max_inner):
-            xz = self._x(g, z)
+            xz = self._x(g, z, Y)
             grad = self._Ut(xz - Y) - z
             if 0.5 * float(np.vdot(grad, grad)) <= inner_tol:
                 x, u = xz, z
@@ -531,7 +543,7 @@ class _MetricProx:
             u, z = un, zn
             x = xz
         else:
-            x = self._x(g, u)
+            x = self._x(g, u, Y)
         self.u = u
         return 0.5 * (x + x.transpose(0, 2, 1))
 

@@ -6,9 +6,18 @@ from psdsos.sos._convex_exact import (
     exact_hessian,
     exact_value,
 )
-from psdsos.sos._maps import sos_adjoint, sos_evaluate, sos_operator_norm_sq
+from psdsos.sos._maps import (
+    hadamard_square_factor,
+    sos_adjoint,
+    sos_evaluate,
+    sos_operator_norm_sq,
+)
 from psdsos.sos._model import PSDModel, load_npz, project_psd, save_npz
-from psdsos.sos._objectives import ConvexRegressionProblem, PSDLeastSquares
+from psdsos.sos._objectives import (
+    ConvexRegressionNystromProblem,
+    ConvexRegressionProblem,
+    PSDLeastSquares,
+)
 from psdsos.sos._primitive import SoSBlock, sos_constraints
 from psdsos.sos._psd_losses import PSDLossProblem
 
@@ -17,6 +26,7 @@ __all__ = [
     "PSDLeastSquares",
     "PSDLossProblem",
     "ConvexRegressionProblem",
+    "ConvexRegressionNystromProblem",
     "ConvexRegressionExactProblem",
     "exact_value",
     "exact_gradient",
@@ -26,6 +36,7 @@ __all__ = [
     "sos_evaluate",
     "sos_adjoint",
     "sos_operator_norm_sq",
+    "hadamard_square_factor",
     "project_psd",
     "save_npz",
     "load_npz",

@@ -76,12 +76,16 @@ class ConvexRegressionLossProblem:
     loss : psdsos.losses.Loss
         Acting on the scalar residual f(x) - y.
     sample_weight : ndarray (n,) of positive weights, optional
+    F : ndarray (n, q), optional
+        Landmarks (Nystrom): f = E beta + sum_l alpha_l k(., c_l) on q landmarks, K is
+        then their q x q kernel matrix, F[i, l] = k(x_i, c_l) and Hk has shape (m, q, p, p);
+        the fit matrix in the coordinates v = R alpha is F R^{-1} (n x q): O(n q) memory.
     """
 
     coupled = True
 
     def __init__(self, K, Hk, Phi, y, E, rho, lam1, lam2, loss, *, sample_weight=None,
-                 jitter="auto"):
+                 jitter="auto", F=None):
         from psdsos.features import cholesky_with_jitter
 
         if not isinstance(loss, Loss):
@@ -99,7 +103,13 @@ class ConvexRegressionLossProblem:
         self.E = None if E is None or np.size(E) == 0 else np.asarray(E, dtype=np.float64)
         self.rho, self.lam1, self.lam2 = float(rho), float(lam1), float(lam2)
         self.R, self.jitter_ = cholesky_with_jitter(self.K, jitter=jitter)
-        Ht = self.Hk.transpose(1, 0, 2, 3).reshape(n, -1)
+        q = self.K.shape[0]
+        # the fitted values are Fv v, v = R alpha: Fv = R^T (K alpha = R^T R alpha) or, with
+        # landmarks, F R^{-1}
+        self.F = None if F is None else np.asarray(F, dtype=np.float64)
+        self.Fv = self.R.T if F is None else sla.solve_triangular(
+            self.R, self.F.T, trans="T", lower=False).T
+        Ht = self.Hk.transpose(1, 0, 2, 3).reshape(q, -1)
         self.GH = sla.solve_triangular(self.R, Ht, trans="T", lower=False)
         self._beta = None
         if self.E is not None:
@@ -112,20 +122,20 @@ class ConvexRegressionLossProblem:
         r"""(value, grad_u, grad_Gamma, v) of :math:`\|Ru - G_H\Gamma\|^2/(4\rho)`;
         grad_Gamma = H(alpha) with :math:`\alpha = R^{-1}v`, the Hessians of the primal
         point at the constraint points."""
-        g = self.R @ u - self.GH @ G.reshape(-1)
+        g = self.Fv.T @ u - self.GH @ G.reshape(-1)
         v = -g / (2.0 * self.rho)
         gG = (self.GH.T @ v).reshape(self.m, self.d, self.d)
         gG = 0.5 * (gG + gG.transpose(0, 2, 1))
-        return float(g @ g) / (4.0 * self.rho), self.R.T @ (-v), gG, v
+        return float(g @ g) / (4.0 * self.rho), self.Fv @ (-v), gG, v
 
     def coupling_value(self, u, G):
-        g = self.R @ u - self.GH @ G.reshape(-1)
+        g = self.Fv.T @ u - self.GH @ G.reshape(-1)
         return float(g @ g) / (4.0 * self.rho)
 
     def lipschitz(self):
         """Largest eigenvalue of the coupling's Hessian: lambda_max(R R^T + G_H G_H^T) /
         (2 rho)."""
-        M = self.R @ self.R.T + self.GH @ self.GH.T
+        M = self.Fv.T @ self.Fv + self.GH @ self.GH.T
         return float(np.linalg.eigvalsh(0.5 * (M + M.T))[-1]) / (2.0 * self.rho) * (1 + 1e-10)
 
     # ---- the conjugate and its prox (with E^T u = 0) -----------------------------------
@@ -266,7 +276,7 @@ class ConvexRegressionLossProblem:
     def primal_point(self, v):
         """(alpha, beta, z) at the primal point of the dual variable v = R alpha."""
         alpha = sla.solve_triangular(self.R, v, lower=False)
-        Ka = self.R.T @ v
+        Ka = self.Fv @ v
         beta = self.best_offset(Ka)
         z = Ka + (self.E @ beta if self.E is not None else 0.0)
         return alpha, beta, z
@@ -278,11 +288,15 @@ class ConvexRegressionLossProblem:
     def hessians(self, alpha):
         return np.einsum("jipq,i->jpq", self.Hk, alpha)
 
+    def _values(self, alpha):
+        """The kernel part's values at the training points: K alpha, or F alpha."""
+        return (self.K if self.F is None else self.F) @ alpha
+
     def objective(self, alpha, beta, B):
         """The primal objective with the exact kernel matrix (constraints not checked)."""
         from psdsos.sos._objectives import quadratic_form
 
-        f = self.K @ alpha + (self.E @ beta if self.E is not None else 0.0)
+        f = self._values(alpha) + (self.E @ beta if self.E is not None else 0.0)
         reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
         return self.data_term(f) + self.rho * quadratic_form(self.K, alpha) + reg
 
@@ -313,7 +327,7 @@ class ConvexRegressionLossProblem:
         if alpha0 is None:
             u = np.zeros(self.n)
         else:
-            z = self.K @ alpha0 + (self.E @ beta0 if self.E is not None else 0.0)
+            z = self._values(alpha0) + (self.E @ beta0 if self.E is not None else 0.0)
             u = self.c * self.loss.grad(z - self.y)
         return self.prox(u, 0.0), G
 
@@ -331,11 +345,13 @@ class ConvexRegressionLossProblem:
             n, d, m = self.n, self.d, self.m
             iu, ju = np.triu_indices(d)
             t = len(iu)
-            Hp = self.Hk[:, :, iu, ju].transpose(0, 2, 1).reshape(m * t, n)
+            q = self.K.shape[0]
+            Hp = self.Hk[:, :, iu, ju].transpose(0, 2, 1).reshape(m * t, q)
             w, V = np.linalg.eigh(0.5 * (self.K + self.K.T))
-            Vk, s = isometric_basis(V, np.maximum(w, 0.0), rtol=n * np.finfo(np.float64).eps)
+            Vk, s = isometric_basis(V, np.maximum(w, 0.0), rtol=q * np.finfo(np.float64).eps)
             T = Vk / s
-            F, Hu = Vk * s, Hp @ T
+            F = Vk * s if self.F is None else self.F @ T
+            Hu = Hp @ T
             block = SoSBlock(self.Phi, d, max_condition=None)
             uvar = cp.Variable(F.shape[1], name="u")
             z = cp.Variable(n, name="z")

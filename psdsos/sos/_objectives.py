@@ -17,7 +17,7 @@ import numpy as np
 from psdsos.sos._maps import sos_evaluate
 from psdsos.sos._primitive import SoSBlock
 
-__all__ = ["PSDLeastSquares", "ConvexRegressionProblem"]
+__all__ = ["PSDLeastSquares", "ConvexRegressionProblem", "ConvexRegressionNystromProblem"]
 
 
 class _IsometricPrimal:
@@ -467,6 +467,186 @@ class ConvexRegressionProblem(_IsometricPrimal):
         return _set_weights(self._cvx, self.rho, self.lam1, self.lam2)
 
 
+class ConvexRegressionNystromProblem(ConvexRegressionProblem):
+    r"""Eq. (28) with the function in the span of q landmarks (Nystrom), in O(n q) memory.
+
+    .. math::
+
+        f = E\beta + \sum_{l=1}^q \alpha_l k(\cdot, c_l), \qquad
+        \min_{\alpha,\beta,\mathbf B\succeq 0}\ \frac1n\|S(y - E\beta - \mathbf F\alpha)\|^2
+          + \rho\,\alpha^T\mathbf K_{q}\alpha + \lambda_1\operatorname{Tr}\mathbf B
+          + \frac{\lambda_2}{2}\|\mathbf B\|_F^2
+        \quad\text{s.t.}\quad \sum_l \alpha_l\nabla^2_z k(z_j, c_l)
+          = \Psi_j^T\mathbf B\Psi_j,
+
+    with :math:`\mathbf F_{il} = k(x_i, c_l)` (n x q, never stored: computed by row chunks),
+    :math:`\mathbf K_q = \mathbf R^T\mathbf R` the landmarks' kernel matrix (jittered
+    Cholesky) and S the square roots of the normalized sample weights.  The data enter
+    only through the R factor of the thin QR decomposition
+    :math:`S[E,\ \mathbf F\mathbf R^{-1},\ y] = Q\,T` (s = e + q + 1 columns), accumulated
+    over row chunks (each chunk stacked under the previous factor and re-factored, as in
+    TSQR): :math:`\|S(y - E\beta - \mathbf F\alpha)\| = \|T_y - T_E\beta - T_F v\|`
+    with :math:`v = \mathbf R\alpha`, exactly, for every :math:`(\alpha, \beta)`.  Every
+    quantity of :class:`ConvexRegressionProblem` is then formed from these s rows (the
+    dual of eq. 29 with W q x q), so an iteration costs O(q^2 + q m d^2 + (r d)^3) whatever
+    n, and the setup one pass over the data, O(n q (q + p)).
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The kernel (in the units of X and C).
+    X : ndarray (n, p)
+        Training inputs.
+    C : ndarray (q, p)
+        Landmarks (centres of the expansion).
+    Hk : ndarray (m, q, p, p)
+        ``kernel.hessian(Z, C)``: Hessians at the constraint points.
+    Phi : ndarray (m, r)
+    y : ndarray (n,)
+    fit_intercept : bool
+        Unpenalized affine part E = [1, X].
+    rho, lam1, lam2 : float
+    """
+
+    coupled = True
+
+    def __init__(self, kernel, X, C, Hk, Phi, y, fit_intercept, rho, lam1, lam2, *,
+                 jitter="auto", sample_weight=None, normalize_weights=True):
+        import scipy.linalg as sla
+
+        from psdsos.features import cholesky_with_jitter
+
+        X = np.asarray(X, dtype=np.float64)
+        C = np.asarray(C, dtype=np.float64)
+        self.y = np.asarray(y, dtype=np.float64)
+        n = self.y.shape[0]
+        self.n = n
+        self.sw = row_scales(sample_weight, n, normalize=normalize_weights)
+        self.Hk = np.asarray(Hk, dtype=np.float64)
+        self.m, _, self.d, _ = self.Hk.shape
+        self.Phi = np.asarray(Phi, dtype=np.float64)
+        self.rho, self.lam1, self.lam2 = float(rho), float(lam1), float(lam2)
+        self.kernel, self.C = kernel, C
+        self.Kq = np.asarray(kernel(C, C), dtype=np.float64)
+        self.R, self.jitter_ = cholesky_with_jitter(self.Kq, jitter=jitter)
+        q = C.shape[0]
+        e = X.shape[1] + 1 if fit_intercept else 0
+        T = _compressed_rows(kernel, X, C, self.R, self.y, fit_intercept, self.sw, sla)
+        self.E = T[:, :e] if e else None
+        self.Fc = T[:, e:e + q]
+        self.y_w = T[:, -1]
+        self.Qe = np.linalg.qr(self.E)[0] if e else np.zeros((T.shape[0], 0))
+        self._cvx = None
+        self._dual_ready = False
+        self._last = (None, None)
+        self._sla = sla
+
+    def _rows(self, A):
+        """The compressed rows carry the weights already."""
+        return A
+
+    def _prepare_dual(self):
+        if self._dual_ready:
+            return
+        if not self.rho > 0:
+            raise ValueError(
+                "rho must be > 0 for the dual solver of convex regression (the minimization "
+                "over alpha needs rho K positive definite); use solver='primal' for rho = 0"
+            )
+        sla, n = self._sla, self.n
+        Ft = self.Fc.T
+        FQ = Ft @ self.Qe
+        q = Ft.shape[0]
+        W = (Ft @ Ft.T - FQ @ FQ.T) / n + self.rho * np.eye(q)
+        self.W_chol = sla.cho_factor(0.5 * (W + W.T), lower=True)
+        Ht = self.Hk.transpose(1, 0, 2, 3).reshape(q, -1)
+        self.GH = sla.solve_triangular(self.R, Ht, trans="T", lower=False)
+        Py = self._perp(self.y_w)
+        self.c0 = Ft @ Py / n
+        self.yP2 = float(Py @ Py) / n
+        self._dual_ready = True
+
+    def _affine(self, alpha):
+        if self.E is None:
+            return np.zeros(0)
+        r = self.y_w - self.Fc @ (self.R @ alpha)
+        return np.linalg.lstsq(self.E, r, rcond=None)[0]
+
+    def primal_objective(self, G, B, FB):
+        self._prepare_dual()
+        _, v = self._v(G)
+        r = self._perp(self.y_w - self.Fc @ v)
+        reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
+        return float(r @ r) / self.n + self.rho * float(v @ v) + reg
+
+    def objective(self, alpha, beta, B):
+        """Eq. (28) in the span of the landmarks, with the landmarks' exact kernel matrix
+        (no jitter) in the penalty; constraints not checked."""
+        r = self.y_w - self.Fc @ (self.R @ alpha)
+        if self.E is not None:
+            r = r - self.E @ beta
+        reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
+        return float(r @ r) / self.n + self.rho * self.rkhs_norm_sq(alpha) + reg
+
+    def _spectral(self):
+        if getattr(self, "_eig", None) is None:
+            w, V = np.linalg.eigh(0.5 * (self.Kq + self.Kq.T))
+            self._eig = (V, np.maximum(w, 0.0))
+        return self._eig
+
+    def rkhs_norm_sq(self, alpha):
+        return quadratic_form(self.Kq, alpha)
+
+    def cvxpy_problem(self):
+        """The primal of :meth:`ConvexRegressionProblem.cvxpy_problem` on the compressed
+        rows: alpha = T u with T from the landmarks' kernel matrix, fit values Fc R T u."""
+        if self._cvx is None:
+            d, m = self.d, self.m
+            q = self.Kq.shape[0]
+            iu, ju = np.triu_indices(d)
+            Hp = self.Hk[:, :, iu, ju].transpose(0, 2, 1).reshape(m * len(iu), q)
+            V, w = self._spectral()
+            Vk, s = isometric_basis(V, w, rtol=q * np.finfo(np.float64).eps)
+            T = Vk / s
+            FR = self.Fc @ self.R
+            self._cvx = convex_regression_cvxpy(self.Phi, d, self.y_w, FR @ T, Hp @ T,
+                                                self.E, n=self.n)
+            self._cvx[2]["T"] = T
+            self._cvx[2]["s"] = s
+            Vw, sw = isometric_basis(V, w, rtol=np.finfo(np.float64).eps ** 2)
+            if Vw.shape[1] > Vk.shape[1]:
+                self._cvx[2]["F_wide"], self._cvx[2]["Hu_wide"] = (FR @ (Vw / sw),
+                                                                   Hp @ (Vw / sw))
+        return _set_weights(self._cvx, self.rho, self.lam1, self.lam2)
+
+
+def _compressed_rows(kernel, X, C, R, y, fit_intercept, sw, sla):
+    """The upper-triangular factor T of S [E, K(X, C) R^{-1}, y] (E = [1, X] or empty), by
+    row chunks within the working-memory budget (see :class:`ConvexRegressionNystromProblem`)."""
+    from psdsos._config import row_chunks
+
+    n, p = X.shape
+    q = C.shape[0]
+    e = p + 1 if fit_intercept else 0
+    s = e + q + 1
+    T = np.zeros((0, s))
+    for sl in row_chunks(n, 8 * (3 * s + 2 * q)):
+        rows = sl.stop - sl.start
+        A = np.empty((rows, s))
+        if e:
+            A[:, 0] = 1.0
+            A[:, 1:e] = X[sl]
+        A[:, e:e + q] = sla.solve_triangular(R, np.asarray(kernel(X[sl], C)).T, trans="T",
+                                             lower=False).T
+        A[:, -1] = y[sl]
+        if sw is not None:
+            A *= sw[sl, None]
+        T = sla.qr(np.vstack([T, A]), mode="r", overwrite_a=True, check_finite=False)[0][:s]
+    if T.shape[0] < s:
+        T = np.vstack([T, np.zeros((s - T.shape[0], s))])
+    return T
+
+
 def row_scales(sample_weight, n, normalize=True):
     r"""Square roots of the normalized weights, :math:`s_i = \sqrt{n w_i / \sum_j w_j}`
     (None without weights), so that :math:`\frac1n\|S r\|^2 = \sum_i w_i r_i^2 /
@@ -546,7 +726,7 @@ def coupling_dual(params, m, d):
     return G
 
 
-def convex_regression_cvxpy(Phi, d, y, F, Hu, E):
+def convex_regression_cvxpy(Phi, d, y, F, Hu, E, n=None):
     r"""The primal QP + SDP shared by both representations of convex regression.
 
     .. math::
@@ -559,14 +739,17 @@ def convex_regression_cvxpy(Phi, d, y, F, Hu, E):
     in RKHS-isometric coordinates u (:math:`\|f\|_{\mathcal H} = \|u\|`): the fit matrix
     F (n x k) holds the values at the training points of an orthonormal family of
     functions, H_u (m t x k, t = d(d+1)/2) their packed Hessians at the constraint points,
-    Q an orthonormal basis of the range of the unpenalized design E.  Every block is then
+    Q an orthonormal basis of the range of the unpenalized design E (``n``: the number of
+    samples the data term averages over, F.shape[0] by default; the compressed rows of
+    :class:`ConvexRegressionNystromProblem` stand for more samples).  Every block is then
     bounded by the kernel's values and derivatives whatever the conditioning of the kernel
     matrix, which an interior-point or splitting solver needs to reach its tolerance.
     Built once through the SoS primitive, DPP in the Parameters rho, lam1, lam2.  Returns
     (problem, B, params) with the variables ``"u"``, ``"b"`` (None without E), the
     equality constraint ``"coupling"`` and ``"Te"`` (beta = Te b).
     """
-    n, k = F.shape
+    k = F.shape[1]
+    n = F.shape[0] if n is None else int(n)
     m, t = Phi.shape[0], d * (d + 1) // 2
     block = SoSBlock(Phi, d, max_condition=None)  # certified by solve_primal
     u = cp.Variable(k, name="u")
@@ -649,7 +832,7 @@ class IsometricDual:
         self.Phi, self.d = problem.Phi, problem.d
         self.lam1, self.lam2, self.rho = problem.lam1, problem.lam2, problem.rho
         self.m = problem.m
-        n = F.shape[0]
+        n = problem.n
         y = problem.y_w
         PF = F if Q is None else F - Q @ (Q.T @ F)
         Py = y if Q is None else y - Q @ (Q.T @ y)
