@@ -410,3 +410,70 @@ def test_psd_large_problem_objective_matches_dense_path(monkeypatch):
     full = solve_dual(prob, tol=1e-10)
     assert tails and tails[0] <= 1e-9 * np.sum(np.sum(Phi**2, axis=1) ** 2)
     assert split.primal_objective == pytest.approx(full.primal_objective, rel=1e-8)
+
+
+# ---------------------------------------------------------------------------------------
+# out-of-core: dask arrays
+# ---------------------------------------------------------------------------------------
+def _dask_data(n=1500, seed=15):
+    rng = np.random.default_rng(seed)
+    X = 10.0 + 3.0 * rng.uniform(-1, 1, (n, 2))
+    y = np.sum((X - 10.0) ** 2, axis=1) + np.exp((X[:, 0] - 10.0) / 3.0)
+    return X, y + 0.1 * rng.standard_normal(n)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_dask_fit_equals_the_in_memory_fit(fit_intercept):
+    da = pytest.importorskip("dask.array")
+    X, y = _dask_data()
+    # without the affine part this target's optimum is f = 0, where the relative residual
+    # is a ratio of rounding errors (~1e-6): the default tol
+    kw = dict(n_landmarks=15, centers="landmarks", random_state=0,
+              tol=1e-7 if fit_intercept else 1e-6, fit_intercept=fit_intercept)
+    mem = _quiet_fit(ConvexRegressor(**kw), X, y)
+    lazy = _quiet_fit(ConvexRegressor(**kw), da.from_array(X, chunks=(400, 2)),
+                      da.from_array(y, chunks=250))  # y chunked differently: rechunked
+    # fewer rows than the candidate sample: the same constraint points
+    np.testing.assert_array_equal(lazy.constraint_points_, mem.constraint_points_)
+    assert lazy.objective_ == pytest.approx(mem.objective_, rel=1e-8)
+    np.testing.assert_allclose(lazy.predict(X), mem.predict(X), atol=1e-6 * np.ptp(y))
+    np.testing.assert_allclose(lazy.x_box_, mem.x_box_)
+    assert lazy.n_features_in_ == 2
+
+
+def test_dask_fit_on_a_distributed_cluster():
+    pytest.importorskip("dask.array")
+    distributed = pytest.importorskip("dask.distributed")
+    import dask.array as da
+
+    X, y = _dask_data(900, seed=16)
+    kw = dict(n_landmarks=10, centers="landmarks", random_state=0, tol=1e-9)
+    mem = _quiet_fit(ConvexRegressor(**kw), X, y)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        lazy = _quiet_fit(ConvexRegressor(**kw), da.from_array(X, chunks=(300, 2)),
+                          da.from_array(y, chunks=300))
+    assert lazy.objective_ == pytest.approx(mem.objective_, rel=1e-8)
+
+
+def test_dask_fit_refuses_what_it_cannot_do():
+    pytest.importorskip("dask.array")
+    import dask.array as da
+
+    X, y = _dask_data(300)
+    dX, dy = da.from_array(X, chunks=(100, 2)), da.from_array(y, chunks=100)
+    with pytest.raises(ValueError, match="n_landmarks=None"):
+        ConvexRegressor().fit(dX, dy)
+    with pytest.raises(ValueError, match="sample_weight"):
+        ConvexRegressor(n_landmarks=5).fit(dX, dy, sample_weight=np.ones(300))
+    with pytest.raises(ValueError, match="loss='huber'"):
+        ConvexRegressor(n_landmarks=5, loss="huber", delta=1.0).fit(dX, dy)
+    with pytest.raises(ValueError, match="both be dask arrays"):
+        ConvexRegressor(n_landmarks=5).fit(dX, y)
+    bad = X.copy()
+    bad[7, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        ConvexRegressor(n_landmarks=5).fit(da.from_array(bad, chunks=(100, 2)), dy)
+    with pytest.raises(ValueError, match="2-D"):
+        ConvexRegressor(n_landmarks=5).fit(dy, dy)

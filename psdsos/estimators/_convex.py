@@ -26,6 +26,7 @@ from psdsos.estimators._base import (
     save_estimator,
     validate_params,
 )
+from psdsos.estimators._dask import is_dask_array
 from psdsos.estimators._weights import check_sample_weight, first_unique_rows
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.features._features import _greedy_pivots
@@ -417,7 +418,9 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             beta = np.concatenate([[c], w])
         return alpha, beta, B
 
-    def _constraint_points(self, X, kernel=None):
+    def _constraint_points(self, X, kernel=None, box=None):
+        """The constraint points (see the parameter); ``box = (lo, hi)``: the data's
+        bounding box when X is only a sample of the rows (out-of-core fits)."""
         cp_ = self.constraint_points
         if cp_ is None:
             # chosen among the distinct rows (first occurrences, in order): duplicated rows
@@ -429,7 +432,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             cand = X
             p = X.shape[1]
             if X.shape[0] >= m_auto and 2**p <= AUTO_CORNER_FRACTION * m_auto:
-                lo, hi = X.min(axis=0), X.max(axis=0)
+                lo, hi = (X.min(axis=0), X.max(axis=0)) if box is None else box
                 bits = (np.arange(2**p)[:, None] >> np.arange(p)) & 1
                 corners = np.unique(np.where(bits == 1, hi, lo), axis=0)
                 new = ~(corners[:, None, :] == X[None, :, :]).all(axis=2).any(axis=1)
@@ -440,7 +443,8 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         if isinstance(cp_, str) and cp_ == "train":
             return X
         if isinstance(cp_, numbers.Integral):
-            return sobol_points(X.min(axis=0), X.max(axis=0), cp_, self.random_state)
+            lo, hi = (X.min(axis=0), X.max(axis=0)) if box is None else box
+            return sobol_points(lo, hi, cp_, self.random_state)
         Z = check_array_2d(cp_, "constraint_points")
         if Z.shape[1] != X.shape[1]:
             raise ValueError(
@@ -460,8 +464,15 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             sum_i w_i (y_i - f(x_i))^2 / sum_i w_i (scikit-learn semantics: integer
             weights equal duplicated rows, rows of weight 0 are dropped, scaling all the
             weights changes nothing; see "Sample weights").
+
+        X and y may also be ``dask.array`` arrays (with ``n_landmarks``, the squared loss
+        and the approximate representation): the data's passes then run block by block on
+        the active dask scheduler and the samples are never gathered (see "Out-of-core
+        fits" in the docs).
         """
         validate_params(self)
+        if is_dask_array(X) or is_dask_array(y):
+            return self._fit_dask(X, y, sample_weight)
         y_kind = getattr(np.asarray(y) if y is not None else None, "dtype", None)
         if y_kind is not None and y_kind.kind in "USVM":
             raise ValueError(f"y must be numeric (real targets), got dtype {y_kind}")
@@ -474,6 +485,17 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
                 "are required"
             )
         kernel = resolve_kernel(self.kernel, self.sigma, X, w)
+        self._check_kernel_and_weights(kernel)
+        Z = self._constraint_points(X, kernel)
+        self._set_scaling(kernel, X, y, w)
+        self.x_box_ = np.vstack([X.min(axis=0), X.max(axis=0)])
+        features = self._features(kernel, Z)
+        Phi = features.transform(Z)  # kernel values only: the same in standardized units
+        # the problem is solved in standardized units (see _set_scaling), mapped back after
+        U, Zu, t, kernel_u = self._standardize(kernel, X, Z, y)
+        return self._fit_standardized(kernel, kernel_u, features, X, U, t, Z, Zu, Phi, w)
+
+    def _check_kernel_and_weights(self, kernel):
         if kernel.differentiability < 2:
             raise ValueError(
                 f"kernel {kernel.name!r} is not twice differentiable; convex regression needs "
@@ -494,10 +516,9 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             raise ValueError("lam2 = 0 is not supported by solver='dual'; use solver='primal'")
         if self.solver == "dual" and self.rho == 0:
             raise ValueError("rho = 0 is not supported by solver='dual'; use solver='primal'")
-        n = X.shape[0]
-        Z = self._constraint_points(X, kernel)
-        self._set_scaling(kernel, X, y, w)
-        self.x_box_ = np.vstack([X.min(axis=0), X.max(axis=0)])
+
+    def _features(self, kernel, Z):
+        """SoS features of the constraint points: exact, or Nystrom of rank n_landmarks."""
         rank = self.n_landmarks
         if self.constraint_points is None and rank is not None and rank >= Z.shape[0]:
             rank = None  # the default chose fewer points than the rank: exact on them
@@ -511,9 +532,10 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
                 )
             features = NystromFeatures(kernel, n_landmarks=rank,
                                        random_state=self.random_state).fit(Z)
-        Phi = features.transform(Z)  # kernel values only: the same in standardized units
-        # the problem is solved in standardized units (see _set_scaling), mapped back after
-        U, Zu, t, kernel_u = self._standardize(kernel, X, Z, y)
+        return features
+
+    def _fit_standardized(self, kernel, kernel_u, features, X, U, t, Z, Zu, Phi, w):
+        n = X.shape[0]
         if self._loss_object() is not None and self.representation != "approx":
             raise ValueError(f"loss={self.loss!r} is implemented for representation='approx' "
                              "only; use representation='approx' or loss='squared'")
@@ -556,6 +578,75 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             return False
         return self.n_landmarks is not None and n > AUTO_TRAIN_CENTERS
 
+    def _fit_dask(self, X, y, sample_weight):
+        """Out-of-core fit on dask arrays (module psdsos.estimators._dask): statistics in
+        two passes, constraint points among a seeded sample of the rows and the box corners,
+        the data term accumulated block by block; then the landmark model as in memory."""
+        from psdsos.estimators._dask import (
+            CANDIDATE_ROWS,
+            dask_compress,
+            dask_sample_rows,
+            dask_statistics,
+        )
+        from psdsos.features import cholesky_with_jitter
+
+        for bad, why in ((sample_weight is not None, "sample_weight"),
+                         (self.n_landmarks is None, "n_landmarks=None"),
+                         (self.centers == "train", "centers='train'"),
+                         (isinstance(self.constraint_points, str), "constraint_points='train'"),
+                         (self.representation != "approx", "representation='exact'"),
+                         (self.loss != "squared", f"loss={self.loss!r}")):
+            if bad:
+                raise ValueError(
+                    f"{why} is not available with dask arrays: out-of-core fits use the "
+                    "landmark model (n_landmarks set, centers 'auto' or 'landmarks', the "
+                    "squared loss, representation='approx'); compute the arrays to fit in "
+                    "memory")
+        X, y, st = dask_statistics(X, y)
+        n, p = st["n"], st["p"]
+        if n < 2:
+            raise ValueError(f"at least 2 samples are required, got {n}")
+        if isinstance(self.sigma, str):
+            if not st["x_var"] > 0:
+                raise ValueError("sigma='scale' needs X with a positive variance")
+            sigma = float(np.sqrt(p * st["x_var"] / 2.0))
+        else:
+            sigma = self.sigma
+        kernel = resolve_kernel(self.kernel, sigma, None)
+        self._check_kernel_and_weights(kernel)
+        box = (st["lo"], st["hi"])
+        seed = check_random_state(self.random_state).integers(2**32)
+        sample = dask_sample_rows(X, CANDIDATE_ROWS, seed)
+        Z = self._constraint_points(sample, kernel, box=box)
+        # standardized units as _set_scaling computes them in memory
+        self.x_offset_ = st["x_mean"]
+        self.x_scale_ = float(kernel.sigma)
+        if st["y_absmax"] == 0.0:
+            self.y_offset_, self.y_scale_ = 0.0, 1.0
+        else:
+            sd = st["y_std"] if self.fit_intercept else st["y_rms"]
+            self.y_offset_ = st["y_mean"] if self.fit_intercept else 0.0
+            self.y_scale_ = sd if sd > 0 else st["y_absmax"]
+        self.x_box_ = np.vstack(box)
+        self.n_features_in_ = p
+        features = self._features(kernel, Z)
+        Phi = features.transform(Z)
+        kernel_u = copy.copy(kernel)
+        kernel_u.sigma = 1.0
+        Zu = (Z - self.x_offset_) / self.x_scale_
+        Cu = Zu
+        Hk = kernel_u.hessian(Zu, Cu)
+        R, jitter = cholesky_with_jitter(kernel_u(Cu, Cu))
+        T = dask_compress(kernel_u, X, y, Cu, R, self.fit_intercept, self.x_offset_,
+                          self.x_scale_, self.y_offset_, self.y_scale_, self._sign())
+        # sums of squares of t = s (y - y_offset) / y_scale
+        css = st["y_css"] / self.y_scale_**2
+        ss = css if self.fit_intercept else st["y_ss"] / self.y_scale_**2
+        problem = ConvexRegressionNystromProblem(
+            kernel_u, None, Cu, Hk, Phi, None, self.fit_intercept, self.rho, self.lam1,
+            self.lam2, jitter=jitter, compressed=(T, n, (css, ss)))
+        return self._finish_landmarks(problem, kernel, features, Z, Z)
+
     def _fit_landmarks(self, kernel, kernel_u, features, X, U, t, Z, Zu, Phi, w):
         """centers="landmarks": f in the span of the constraint points (the features'
         landmarks with constraint_points="train"), data compressed by row chunks
@@ -578,6 +669,9 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         problem = ConvexRegressionNystromProblem(kernel_u, U, Cu, Hk, Phi, t,
                                                  self.fit_intercept, self.rho, self.lam1,
                                                  self.lam2, sample_weight=w)
+        return self._finish_landmarks(problem, kernel, features, C, Z)
+
+    def _finish_landmarks(self, problem, kernel, features, C, Z):
         alpha, beta, B = self._solve(problem, Z, ("alpha", "beta"))
         self.__dict__.pop("gamma_", None)
         self._set_fitted(kernel, features, C, Z, *self._unscale(alpha, beta, B))

@@ -506,20 +506,32 @@ class ConvexRegressionNystromProblem(ConvexRegressionProblem):
     fit_intercept : bool
         Unpenalized affine part E = [1, X].
     rho, lam1, lam2 : float
+    compressed : tuple, optional
+        ``(T, n, (css, ss))``: the factor T already accumulated (e.g. block by block on a
+        dask array, :func:`compress_block` and :func:`combine_blocks`), the number of samples
+        and the sums of squares of y - mean(y) (of y without intercept) and of y; X and y are
+        then not used (pass None).
     """
 
     coupled = True
 
     def __init__(self, kernel, X, C, Hk, Phi, y, fit_intercept, rho, lam1, lam2, *,
-                 jitter="auto", sample_weight=None, normalize_weights=True):
+                 jitter="auto", sample_weight=None, normalize_weights=True, compressed=None):
         import scipy.linalg as sla
 
         from psdsos.features import cholesky_with_jitter
 
-        X = np.asarray(X, dtype=np.float64)
         C = np.asarray(C, dtype=np.float64)
-        self.y = np.asarray(y, dtype=np.float64)
-        n = self.y.shape[0]
+        if compressed is None:
+            X = np.asarray(X, dtype=np.float64)
+            self.y = np.asarray(y, dtype=np.float64)
+            n = self.y.shape[0]
+            yc = self.y - self.y.mean() if fit_intercept else self.y
+            self._y_moments = (float(yc @ yc), float(self.y @ self.y))
+        else:
+            # (T, n, (sum of squares of y - mean(y) (or of y), of y)) from passes elsewhere
+            T, n, self._y_moments = compressed
+            self.y = None
         self.n = n
         self.sw = row_scales(sample_weight, n, normalize=normalize_weights)
         self.Hk = np.asarray(Hk, dtype=np.float64)
@@ -530,8 +542,10 @@ class ConvexRegressionNystromProblem(ConvexRegressionProblem):
         self.Kq = np.asarray(kernel(C, C), dtype=np.float64)
         self.R, self.jitter_ = cholesky_with_jitter(self.Kq, jitter=jitter)
         q = C.shape[0]
-        e = X.shape[1] + 1 if fit_intercept else 0
-        T = _compressed_rows(kernel, X, C, self.R, self.y, fit_intercept, self.sw, sla)
+        e = C.shape[1] + 1 if fit_intercept else 0
+        if compressed is None:
+            T = combine_blocks([compress_block(kernel, X, C, self.R, self.y, fit_intercept,
+                                               self.sw)], e + q + 1)
         self.E = T[:, :e] if e else None
         self.Fc = T[:, e:e + q]
         self.y_w = T[:, -1]
@@ -544,6 +558,14 @@ class ConvexRegressionNystromProblem(ConvexRegressionProblem):
     def _rows(self, A):
         """The compressed rows carry the weights already."""
         return A
+
+    def dual_floors(self):
+        """As :func:`dual_floors`, from the sums of squares of y (no pass over the data)."""
+        hs = float(np.sqrt(np.max(np.sum(self.Hk * self.Hk, axis=(2, 3)))))
+        css, ss = self._y_moments
+        n = self.n
+        s = max(css / n, np.finfo(float).eps * ss / n)
+        return DUAL_FLOOR * s, DUAL_FLOOR * self.m * s * hs**2
 
     def _prepare_dual(self):
         if self._dual_ready:
@@ -620,16 +642,23 @@ class ConvexRegressionNystromProblem(ConvexRegressionProblem):
         return _set_weights(self._cvx, self.rho, self.lam1, self.lam2)
 
 
-def _compressed_rows(kernel, X, C, R, y, fit_intercept, sw, sla):
-    """The upper-triangular factor T of S [E, K(X, C) R^{-1}, y] (E = [1, X] or empty), by
-    row chunks within the working-memory budget (see :class:`ConvexRegressionNystromProblem`)."""
+def compress_block(kernel, X, C, R, y, fit_intercept, sw=None, T=None):
+    """Fold the rows S [E, K(X, C) R^{-1}, y] of one block of samples into the upper
+    triangular factor T (s x s, s = e + q + 1; None for the first block), by row chunks
+    within the working-memory budget: T^T T = (previous rows)^T (previous rows) + the
+    block's, with the stability of a QR decomposition (see
+    :class:`ConvexRegressionNystromProblem`).  ``sw``: the block's row scales."""
+    import scipy.linalg as sla
+
     from psdsos._config import row_chunks
 
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
     n, p = X.shape
     q = C.shape[0]
     e = p + 1 if fit_intercept else 0
     s = e + q + 1
-    T = np.zeros((0, s))
+    T = np.zeros((0, s)) if T is None else T
     for sl in row_chunks(n, 8 * (3 * s + 2 * q)):
         rows = sl.stop - sl.start
         A = np.empty((rows, s))
@@ -640,8 +669,19 @@ def _compressed_rows(kernel, X, C, R, y, fit_intercept, sw, sla):
                                              lower=False).T
         A[:, -1] = y[sl]
         if sw is not None:
-            A *= sw[sl, None]
+            A *= np.asarray(sw, dtype=np.float64)[sl, None]
         T = sla.qr(np.vstack([T, A]), mode="r", overwrite_a=True, check_finite=False)[0][:s]
+    return T
+
+
+def combine_blocks(factors, s):
+    """The factor T of all the blocks' rows from the blocks' factors (one QR of their
+    stack), padded to s x s."""
+    import scipy.linalg as sla
+
+    T = np.vstack([np.zeros((0, s)), *factors])
+    if T.shape[0] > s:
+        T = sla.qr(T, mode="r", check_finite=False)[0][:s]
     if T.shape[0] < s:
         T = np.vstack([T, np.zeros((s - T.shape[0], s))])
     return T
