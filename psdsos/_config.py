@@ -17,8 +17,10 @@ import threading
 
 __all__ = ["get_config", "set_config", "config_context", "chunk_rows"]
 
-#: Default budget of one chunk's temporaries, in MiB.
-DEFAULT_WORKING_MEMORY = 256
+#: Default budget of one chunk's temporaries, in MiB: small enough for a processor cache
+#: (a pass over 1e5 rows of the SoS maps measured 2.3x slower with 256 MiB chunks), large
+#: enough for efficient matrix products.
+DEFAULT_WORKING_MEMORY = 16
 
 _local = threading.local()
 
@@ -48,7 +50,7 @@ def set_config(working_memory=None):
     ----------
     working_memory : float, optional
         Budget in mebibytes of the temporaries of one chunk of a pass over the samples
-        (default 256).  Smaller values lower peak memory at the cost of more, smaller
+        (default 16).  Smaller values lower peak memory at the cost of more, smaller
         matrix products; the total memory is O(n r + (r d)^2) beyond the data either way.
     """
     if working_memory is not None:

@@ -1,4 +1,5 @@
-"""The Python snippets of docs/getting-started.md run as written (fresh interpreter each)."""
+"""The Python snippets of docs/getting-started.md and docs/large-data.md run as written
+(fresh interpreter each)."""
 
 import os
 import pathlib
@@ -9,12 +10,14 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PAGE = ROOT / "docs" / "getting-started.md"
-SNIPPETS = re.findall(r"```python\n(.*?)```", PAGE.read_text(encoding="utf-8"), re.S)
+PAGES = [ROOT / "docs" / "getting-started.md", ROOT / "docs" / "large-data.md"]
+SNIPPETS = [code for page in PAGES
+            for code in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)]
 
 
 def test_page_has_snippets():
-    assert len(SNIPPETS) >= 3
+    for page in PAGES:
+        assert len(re.findall(r"```python\n", page.read_text(encoding="utf-8"))) >= 2, page
 
 
 @pytest.mark.parametrize("code", SNIPPETS, ids=[f"snippet{i}" for i in range(len(SNIPPETS))])
