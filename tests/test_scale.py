@@ -477,3 +477,13 @@ def test_dask_fit_refuses_what_it_cannot_do():
         ConvexRegressor(n_landmarks=5).fit(da.from_array(bad, chunks=(100, 2)), dy)
     with pytest.raises(ValueError, match="2-D"):
         ConvexRegressor(n_landmarks=5).fit(dy, dy)
+
+
+def test_exact_features_on_too_many_samples_name_n_landmarks(monkeypatch):
+    import psdsos.estimators._psd as psd_mod
+
+    monkeypatch.setattr(psd_mod, "MAX_EXACT_SAMPLES", 50)
+    X, _ = features(60, 3)
+    with pytest.raises(ValueError, match="n_landmarks"):
+        PSDRegressor().fit(X, 1.0 + X[:, 0] ** 2)
+    assert PSDRegressor(n_landmarks=10, random_state=0).fit(X, 1.0 + X[:, 0] ** 2).dual_gap_ < 1e-6

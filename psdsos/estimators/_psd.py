@@ -32,6 +32,10 @@ from psdsos.sos import PSDLeastSquares, PSDLossProblem, PSDModel, project_psd
 
 __all__ = ["PSDRegressor"]
 
+#: Exact features (n_landmarks=None) are refused above this many samples (n x n kernel
+#: matrices of 3.2 GB and more, B of size n d).
+MAX_EXACT_SAMPLES = 20000
+
 
 def _target_exponent(M):
     """Exponent e with 2^(e-1) <= max|M| < 2^e (0 for M = 0): the fit runs on M / 2^e."""
@@ -280,6 +284,12 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         # sigma="scale" with weights: the bandwidth of the data set with rows repeated w_i times
         kernel = resolve_kernel(self.kernel, self.sigma, X, weights)
         if self.n_landmarks is None:
+            if n > MAX_EXACT_SAMPLES:
+                raise ValueError(
+                    f"exact features (n_landmarks=None) on {n} samples need n x n kernel "
+                    f"matrices ({8 * n * n / 2**30:.1f} GiB each) and an (n d) x (n d) B; set "
+                    "n_landmarks (e.g. 50-200: Nystrom features, O(n r) memory)"
+                )
             features = ExactFeatures(kernel).fit(X)
         else:
             if self.n_landmarks > n:
