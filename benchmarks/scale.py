@@ -195,6 +195,8 @@ def main():
     ap.add_argument("--old-tree", default=None, help="a checkout of the previous psdsos")
     ap.add_argument("--dask", action="store_true", help="the out-of-core LocalCluster fit")
     ap.add_argument("--dask-n", type=int, default=20_000_000, help="rows of the dask fit")
+    ap.add_argument("--only-old", action="store_true",
+                    help="only the comparison with --old-tree (and --dask if given)")
     ap.add_argument("--out", default=None, help="write the markdown tables here")
     ap.add_argument("--figure", default=None, help="write the time/memory figure here")
     ap.add_argument("--child", nargs=4, default=None, help=argparse.SUPPRESS)
@@ -214,6 +216,8 @@ def main():
         convex_cases = [(50, 2), (50, 5)]
     # r = 200 at n = 1e6: Phi and the preconditioner's factor alone take ~8 GB (O(n r))
     limit = {200: 100_000}
+    if args.only_old:
+        ns, psd_cases, convex_cases = [], [], []
     series = {}
     lines = [f"machine: {platform.machine()}, {os.cpu_count()} cores, one BLAS thread per fit, "
              "each fit in its own process", ""]
@@ -244,19 +248,24 @@ def main():
     if args.old_tree:
         n_old = 300 if args.quick else 10_000
         lines += ["", f"previous implementation ({args.old_tree}) at n = {n_old}, side by side:",
-                  "", "| model | r | d | new (s) | old (s) | old / new | new GiB | old GiB |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "", "| model | r | d | new (s) | old (s) | old / new | new GiB | old GiB | "
+                  "objective new / old - 1 | notes |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for kind, r, d in (("psd", 200 if not args.quick else 10, 2),
                            ("convex", 50 if not args.quick else 10, 2)):
             new = run_child(kind, n_old, r, d)
             old = run_child(kind, n_old, r, d, tree=pathlib.Path(args.old_tree).resolve())
             if "time" in new and "time" in old:
+                note = ("same problem" if kind == "psd" else
+                        f"landmark model vs every training point; test MSE "
+                        f"{new['test_mse']:.4f} vs {old['test_mse']:.4f}")
                 lines.append(f"| {kind} | {r} | {d} | {new['time']:.2f} | {old['time']:.2f} | "
                              f"{old['time'] / new['time']:.1f} | {new['peak_mb'] / 1024:.2f} | "
-                             f"{old['peak_mb'] / 1024:.2f} |")
+                             f"{old['peak_mb'] / 1024:.2f} | "
+                             f"{new['objective'] / old['objective'] - 1:.1e} | {note} |")
             else:
                 lines.append(f"| {kind} | {r} | {d} | {new.get('error', '')} | "
-                             f"{old.get('error', '')} | - | - | - |")
+                             f"{old.get('error', '')} | - | - | - | - | - |")
             print(lines[-1], flush=True)
     if args.dask:
         n_d = 20_000 if args.quick else args.dask_n
