@@ -106,10 +106,10 @@ class DualPreconditioner:
 
     def hadamard_gram(self, G):
         """(K_Phi o K_Phi kron I) G = A(A^*(G)) for G of shape (m, d, d), exactly: from the
-        stored eigendecomposition when it is complete (O(m k d^2)), through the SoS maps
-        otherwise (O(m r^2 d^2))."""
+        stored eigendecomposition when it is complete (tail 0: O(m k d^2)), through the SoS
+        maps otherwise (O(m r^2 d^2))."""
         m, d = self.m, self.d
-        if self.complement:
+        if self.tail > 0:
             return sos_evaluate(self.Phi, sos_adjoint(self.Phi, G.reshape(m, d, d)), d)
         H = G.reshape(m, d * d)
         out = self.V @ (self.s[:, None] * (self.V.T @ H))

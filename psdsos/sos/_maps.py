@@ -81,7 +81,7 @@ def sos_adjoint(Phi, G):
 
 def sos_operator_norm_sq(Phi):
     r"""Squared operator norm of the evaluation map, :math:`\|\mathcal A\|^2` (or, for
-    many rows, an upper bound within 0.1%).
+    many rows, an upper bound, typically within 0.1%).
 
     :math:`\mathcal A \mathcal A^*` acts on :math:`\Gamma` as
     :math:`\Gamma_i \mapsto \sum_j (\phi_i^T\phi_j)^2 \Gamma_j`, i.e. as
@@ -91,9 +91,10 @@ def sos_operator_norm_sq(Phi):
     rows it is computed exactly (the m x m matrix, or the r^2 x r^2 Gram matrix of the
     row-wise Kronecker product :math:`Z = \Phi \odot \Phi` when m > r^2).  Beyond, the
     Hadamard square is split as :math:`L + R` by :func:`hadamard_square_factor` (L of low
-    rank, exactly diagonalized; R PSD with trace c at most 1e-3 of the largest eigenvalue)
-    and :math:`\lambda_{\max}(L) + c` is returned: an upper bound, which is what step
-    sizes need, in O(m r^2) time and O(m r) memory.
+    rank, at most 4 r pairs, exactly diagonalized; R PSD with trace c, at most 1e-3 of the
+    largest eigenvalue when 4 r pairs suffice) and :math:`\lambda_{\max}(L) + c` is
+    returned: an upper bound, which is what step sizes need, in O(m r^2) time and O(m r)
+    memory.
     """
     m, r = Phi.shape
     if m <= DENSE_HADAMARD_MAX:
