@@ -435,8 +435,12 @@ def test_dask_fit_equals_the_in_memory_fit(fit_intercept):
                       da.from_array(y, chunks=250))  # y chunked differently: rechunked
     # fewer rows than the candidate sample: the same constraint points
     np.testing.assert_array_equal(lazy.constraint_points_, mem.constraint_points_)
-    assert lazy.objective_ == pytest.approx(mem.objective_, rel=1e-8)
-    np.testing.assert_allclose(lazy.predict(X), mem.predict(X), atol=1e-6 * np.ptp(y))
+    # both fits are tol-accurate; their rounding differs (statistics and the factor are
+    # accumulated by blocks): objectives within the solver's tolerance, predictions within
+    # sqrt(tol) of the data's range (the objective is strongly convex in the fitted values)
+    tol = kw["tol"]
+    assert lazy.objective_ == pytest.approx(mem.objective_, rel=10 * tol)
+    np.testing.assert_allclose(lazy.predict(X), mem.predict(X), atol=np.sqrt(tol) * np.ptp(y))
     np.testing.assert_allclose(lazy.x_box_, mem.x_box_)
     assert lazy.n_features_in_ == 2
 
@@ -454,7 +458,7 @@ def test_dask_fit_on_a_distributed_cluster():
             distributed.Client(cluster):
         lazy = _quiet_fit(ConvexRegressor(**kw), da.from_array(X, chunks=(300, 2)),
                           da.from_array(y, chunks=300))
-    assert lazy.objective_ == pytest.approx(mem.objective_, rel=1e-8)
+    assert lazy.objective_ == pytest.approx(mem.objective_, rel=10 * kw["tol"])
 
 
 def test_dask_fit_refuses_what_it_cannot_do():
