@@ -563,12 +563,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         problem = ConvexRegressionProblem(K, Hk, Phi, t, E, self.rho, self.lam1, self.lam2,
                                           sample_weight=w)
         alpha, beta, B = self._solve(problem, Z, ("alpha", "beta"))
-        self.__dict__.pop("gamma_", None)  # no stale exact-representation coefficients
-        self._set_fitted(kernel, features, X, Z, *self._unscale(alpha, beta, B))
-        self.objective_ = float(problem.objective(alpha, beta, B))
-        self.constraint_residual_ = float(problem.constraint_residual(alpha, B))
-        self._certify_convexity()
-        return self
+        return self._finish_fit(problem, kernel, features, X, Z, alpha, beta, B)
 
     def _expands_on_landmarks(self, n):
         """Whether f expands on the features' anchor points (``centers``)."""
@@ -673,8 +668,13 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
 
     def _finish_landmarks(self, problem, kernel, features, C, Z):
         alpha, beta, B = self._solve(problem, Z, ("alpha", "beta"))
-        self.__dict__.pop("gamma_", None)
-        self._set_fitted(kernel, features, C, Z, *self._unscale(alpha, beta, B))
+        return self._finish_fit(problem, kernel, features, C, Z, alpha, beta, B)
+
+    def _finish_fit(self, problem, kernel, features, X, Z, alpha, beta, B):
+        """The fitted attributes of the approximate representation (X: the expansion
+        points), its objective, residual and convexity certificate."""
+        self.__dict__.pop("gamma_", None)  # no stale exact-representation coefficients
+        self._set_fitted(kernel, features, X, Z, *self._unscale(alpha, beta, B))
         self.objective_ = float(problem.objective(alpha, beta, B))
         self.constraint_residual_ = float(problem.constraint_residual(alpha, B))
         self._certify_convexity()
@@ -731,12 +731,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             self.dual_gap_ = float(res.dual_gap)
             n_iter = res.n_iter
         self.n_iter_ = int(n_iter)
-        self.__dict__.pop("gamma_", None)
-        self._set_fitted(kernel, features, X, Z, *self._unscale(alpha, beta, B))
-        self.objective_ = float(problem.objective(alpha, beta, B))
-        self.constraint_residual_ = float(problem.constraint_residual(alpha, B))
-        self._certify_convexity()
-        return self
+        return self._finish_fit(problem, kernel, features, X, Z, alpha, beta, B)
 
     def _irls_start(self, problem, K, Hk, Phi, t, E, landmarks=None):
         """A starting point (u, Gamma) for the dual of a general loss: iteratively

@@ -306,17 +306,27 @@ class ConvexRegressionProblem(_IsometricPrimal):
                 "rho must be > 0 for the dual solver of convex regression (the minimization "
                 "over alpha needs rho K positive definite); use solver='primal' for rho = 0"
             )
-        sla, n, R = self._sla, self.n, self.R
-        RS = R if self.sw is None else R * self.sw[None, :]
+        sla, n = self._sla, self.n
+        RS = self._fit_matrix_t()
         RQ = RS @ self.Qe
-        W = (RS @ RS.T - RQ @ RQ.T) / n + self.rho * np.eye(n)
+        q = RS.shape[0]
+        W = (RS @ RS.T - RQ @ RQ.T) / n + self.rho * np.eye(q)
         self.W_chol = sla.cho_factor(0.5 * (W + W.T), lower=True)
-        Ht = self.Hk.transpose(1, 0, 2, 3).reshape(n, -1)  # (n, m d^2): H^T
-        self.GH = sla.solve_triangular(R, Ht, trans="T", lower=False)
-        Py = self._perp(self.y)
+        Ht = self.Hk.transpose(1, 0, 2, 3).reshape(q, -1)  # (q, m d^2): H^T
+        self.GH = sla.solve_triangular(self.R, Ht, trans="T", lower=False)
+        Py = self._perp(self._target())
         self.c0 = RS @ Py / n
         self.yP2 = float(Py @ Py) / n
         self._dual_ready = True
+
+    def _fit_matrix_t(self):
+        """The transposed fit matrix in the coordinates v = R alpha, rows weighted: the
+        fitted values at the data are (this)^T v (K alpha = R^T R alpha)."""
+        return self.R if self.sw is None else self.R * self.sw[None, :]
+
+    def _target(self):
+        """The targets, before _perp applies the weights."""
+        return self.y
 
     def _v(self, G):
         """v = W^{-1} c(G), cached for the last G (the solver asks twice per iterate)."""
@@ -567,26 +577,11 @@ class ConvexRegressionNystromProblem(ConvexRegressionProblem):
         s = max(css / n, np.finfo(float).eps * ss / n)
         return DUAL_FLOOR * s, DUAL_FLOOR * self.m * s * hs**2
 
-    def _prepare_dual(self):
-        if self._dual_ready:
-            return
-        if not self.rho > 0:
-            raise ValueError(
-                "rho must be > 0 for the dual solver of convex regression (the minimization "
-                "over alpha needs rho K positive definite); use solver='primal' for rho = 0"
-            )
-        sla, n = self._sla, self.n
-        Ft = self.Fc.T
-        FQ = Ft @ self.Qe
-        q = Ft.shape[0]
-        W = (Ft @ Ft.T - FQ @ FQ.T) / n + self.rho * np.eye(q)
-        self.W_chol = sla.cho_factor(0.5 * (W + W.T), lower=True)
-        Ht = self.Hk.transpose(1, 0, 2, 3).reshape(q, -1)
-        self.GH = sla.solve_triangular(self.R, Ht, trans="T", lower=False)
-        Py = self._perp(self.y_w)
-        self.c0 = Ft @ Py / n
-        self.yP2 = float(Py @ Py) / n
-        self._dual_ready = True
+    def _fit_matrix_t(self):
+        return self.Fc.T
+
+    def _target(self):
+        return self.y_w
 
     def _affine(self, alpha):
         if self.E is None:
