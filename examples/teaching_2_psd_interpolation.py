@@ -1,5 +1,5 @@
 r"""Teaching track 2: interpolating PSD matrices along a curve.
-==========================================================
+===========================================================
 
 Lesson 2 of the teaching track.  Data: noisy 2 x 2 matrices :math:`\mathbf M_i` at times
 :math:`t_i \in [0, 1]`, samples of a Bures-Wasserstein geodesic between two *rank-one*
