@@ -125,9 +125,10 @@ def main(argv=None):
     assert f_sos.min() >= 0.0 and f_hand.min() >= -1e-6 * scale
     # kernel ridge does go below 0 near the zeros of |sin|
     assert f_krr.min() < -0.05 * scale, f_krr.min()
-    # the two SoS fits solve the same problem: same function up to the solvers' accuracy
+    # the two SoS fits solve the same problem: the same function up to the solvers' accuracy
+    # and the jitters of the two Cholesky factors (measured: 2e-5 of the scale)
     assert sos.dual_gap_ <= 1e-9
-    assert np.abs(f_hand - f_sos).max() <= 1e-2 * scale
+    assert np.abs(f_hand - f_sos).max() <= 1e-3 * scale
     print("checks passed")
 
 
