@@ -59,6 +59,10 @@ def main(argv=None):
     krls = KRLSEstimator(sigma=SIGMA, lam=LAM, output="sphere").fit(x[:, None], Y)
     x_test = np.linspace(0.0, 1.0, 201)[:, None]
     alpha = self_.scores(x_test)  # (201, N): step 1, the signed weights alpha_i(x)
+    # the same weights by hand (eq. 3): a linear solve with the regularized kernel matrix
+    K = np.exp(-((x[:, None] - x[None, :]) ** 2) / (2 * SIGMA**2))
+    v = np.exp(-((x[:, None] - x_test[:, 0]) ** 2) / (2 * SIGMA**2))  # (N, 201)
+    alpha_hand = np.linalg.solve(K + N * LAM * np.eye(N), v).T
     Y_self = self_.predict(x_test)  # step 2: decoding, eq. 2
     Y_krls = krls.predict(x_test)  # average sum_i alpha_i(x) y_i, then projection
 
@@ -124,6 +128,10 @@ def main(argv=None):
     assert np.allclose(np.linalg.norm(Y_self, axis=1), 1.0)  # decodes lie on the circle
     assert np.allclose(np.linalg.norm(Y_krls, axis=1), 1.0)
     assert np.any(alpha < 0)  # the weights are signed
+    # step 1 is kernel ridge (eq. 3); K + n lam I has condition number < 1e4 here
+    assert np.allclose(alpha, alpha_hand, rtol=0, atol=1e-9 * np.abs(alpha).max())
+    avg = alpha @ Y  # the naive prediction is the normalized weighted average
+    assert np.allclose(Y_krls, avg / np.linalg.norm(avg, axis=1, keepdims=True), atol=1e-9)
     # the decode is the global minimizer of eq. 2: no angle of the fine grid does better (the
     # grid's own error, about F'' (pi / 20000)^2 / 2 < 1e-7 rad^2, is covered by the margin)
     assert np.all(F_self <= F_brute + 1e-6), np.max(F_self - F_brute)
