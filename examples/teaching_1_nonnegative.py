@@ -52,8 +52,8 @@ def gaussian(a, b):
 def fit_by_hand(x, y):
     """The SDP of eq. (11) (d = 1) in CVXPY; returns the features map and B."""
     n = len(x)
-    # Step 1: features. R^T R = K (Cholesky); phi(x) = R^{-T} v(x), so phi(x_i) = R[:, i]:
-    # the model's values at the data are f(x_i) = R[:, i]^T B R[:, i] (paper, after eq. 7).
+    # Step 1: features. R^T R = K (Cholesky); phi(x) = R^{-T} v(x), so phi(x_i) = R[:, i]
+    # (up to the jitter): f(x_i) = R[:, i]^T B R[:, i] (paper, after eq. 7).
     R = np.linalg.cholesky(gaussian(x, x) + JITTER * n * np.eye(n)).T
 
     def phi(t):
@@ -66,7 +66,10 @@ def fit_by_hand(x, y):
     # Step 3: the objective of eq. (11) and a solve with an interior-point solver.
     J = (cp.sum_squares(f_data - y) / (2 * n) + LAM1 * cp.trace(B)
          + LAM2 / 2 * cp.sum_squares(B))
-    cp.Problem(cp.Minimize(J), []).solve(solver="CLARABEL")
+    problem = cp.Problem(cp.Minimize(J))
+    problem.solve(solver="CLARABEL")
+    if problem.status != cp.OPTIMAL:  # never use the answer of a failed solve
+        raise RuntimeError(f"CLARABEL returned status {problem.status!r}")
     return phi, B.value
 
 
