@@ -19,8 +19,10 @@ estimators (Muzellec, Bach, Rudi, https://hal.science/hal-03454277, sections 5-6
 
   fitted through the dual eq. (29) (certified by its relative duality gap ``dual_gap_``).
 
-The constraint holds at the :math:`z_j` only.  Between them, Corollary 7 bounds how negative
-the curvature can get (the smoother the kernel, the smaller); the fit measures it itself:
+The constraint holds at the :math:`z_j` only.  Between them, Theorem 5 and Corollary 7 bound
+how negative the curvature can get, by :math:`O(h^m)` with h the largest distance from a point
+to the nearest :math:`z_j` (the denser the points and the smoother the kernel and the fit,
+the smaller); the fit measures it itself:
 ``convexity_deficit_`` is :math:`\max(0, -\min_x \lambda_{\min}\nabla^2 f(x))` over 4096
 points of the data's box, relative to the mean curvature, and above 1% the fit warns with a
 ``NonConvexFitWarning``.  The lesson shows a bandwidth that is too small doing exactly that.
