@@ -90,10 +90,13 @@ def main(argv=None):
                     help=f"git commit holding the previous implementation (default {OLD_REF})")
     ap.add_argument("--old-max-n", type=int, default=10_000,
                     help="largest n at which the previous implementation is run")
+    ap.add_argument("--dims", type=int, nargs="+", default=[2, 5],
+                    help="input dimensions to run (default: 2 5)")
     ap.add_argument("--out", default="bench-out/cnls_scale.md")
     args = ap.parse_args(argv)
     cases = ([(300, 2), (200, 5)] if args.quick
              else [(1000, 2), (3000, 2), (10_000, 2), (1000, 5), (3000, 5)])
+    cases = [(n, d) for n, d in cases if d in args.dims]
     lines = [
         f"machine: {platform.machine()}, {os.cpu_count()} cores, one thread per fit "
         f"(BLAS and Clarabel); python {platform.python_version()}",

@@ -37,7 +37,7 @@ def brute_force_violation(X, theta, Z):
     return float(V.max())
 
 
-@pytest.mark.parametrize("n, d", [(60, 2), (50, 5)])
+@pytest.mark.parametrize("n, d", [(60, 2), (50, 3)])
 def test_screening_matches_dense_reference(screening, capsys, n, d):
     X, y = make_convex_regression(n, d, b=2.0, noise=0.3, random_state=1)
     m = PiecewiseLinearConvexRegressor(verbose=True).fit(X, y)
@@ -129,3 +129,22 @@ def test_memory_stays_below_one_n_by_n_array():
     assert m.max_violation_ <= m.tol * np.std(y)
     assert peak_fit < 0.6 * nn_bytes, f"fit peak {peak_fit / 1e6:.1f} MB"
     assert peak_scan < 0.2 * nn_bytes, f"scan peak {peak_scan / 1e6:.1f} MB"
+
+
+@pytest.mark.parametrize("d, screens, method", [(2, True, "qdldl"), (4, False, None)])
+def test_screening_and_linear_solver_by_dimension(screening, monkeypatch, d, screens, method):
+    # d <= 3: screening rounds and Clarabel's QDLDL; d >= 4: tight rounds only, Clarabel's own
+    # choice of linear solver (faer)
+    real, calls = cnls.solve_cvxpy, []
+
+    def spy(prob, *, solver, tol, **options):
+        calls.append(options)
+        return real(prob, solver=solver, tol=tol, **options)
+
+    monkeypatch.setattr(cnls, "solve_cvxpy", spy)
+    X, y = make_convex_regression(60, d, b=2.0, noise=0.3, random_state=0)
+    m = PiecewiseLinearConvexRegressor().fit(X, y)
+    assert len(calls) == m.n_rounds_
+    assert any(not c["iterative_refinement_enable"] for c in calls) == screens
+    assert calls[-1]["iterative_refinement_enable"]  # the answer is a tight solve
+    assert {c.get("direct_solve_method") for c in calls} == {method}

@@ -49,8 +49,7 @@ _ADD_TARGET = 1.0
 _ADD_MAX = 8
 # Screening rounds solve the QP to this relative accuracy (no iterative refinement) while the
 # largest violation exceeds _SCREEN_SWITCH * tol; the certified rounds after them are tight.
-# Below _SCREEN_MIN_N points every round is tight (the QPs are cheap; screening would only
-# add a round).
+# Below _SCREEN_MIN_N points, and for d > _DELAUNAY_MAX_DIM, every round is tight.
 _SCREEN_TOL = 1e-7
 _SCREEN_SWITCH = 10.0
 _SCREEN_MIN_N = 500
@@ -265,15 +264,15 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
     of 512 kB (never an n x n array) for violations
     :math:`\theta_i + \zeta_i^T (x_j - x_i) - \theta_j > \text{tol} \cdot \text{std}(y)`, adds
     for each violating point its most violated pairs (up to 8 each, fewer while many points
-    violate), and re-solves, until no pair is violated.  From 500 points on, the first rounds
-    are screening rounds, QPs solved to a relative accuracy of ``min(1e-7, tol)``,
-    whose only use is to find violated pairs; once the largest violation is below
-    10 ``tol`` every QP is solved tight.  The loop ends only on a tight solve whose full scan
-    finds no violation above tol, and the last allowed round (``max_rounds``) is always
+    violate), and re-solves, until no pair is violated.  From 500 points on and for
+    d <= 3, the first rounds are screening rounds, QPs solved to a relative accuracy of
+    ``min(1e-7, tol)``, whose only use is to find violated pairs; once the largest violation
+    is below 10 ``tol`` every QP is solved tight.  The loop ends only on a tight solve whose
+    full scan finds no violation above tol, and the last allowed round (``max_rounds``) is always
     tight: the returned fit is a tight solve and ``max_violation_`` its full-scan
     certificate.  The constraints only grow, so the loop ends after finitely many rounds with
-    the exact CNLS solution.  Memory is O(number of pairs), about 10 per point in the
-    examples measured.
+    the exact CNLS solution.  Memory is O(number of pairs), about 10 per point (d = 2) and
+    16 (d = 5) in the examples measured.
     Internally X is centred and scaled per feature and y standardized, each first divided by
     its largest absolute value so that no step overflows or underflows: the problem is
     equivariant under :math:`y \to a y + b` (:math:`\hat\theta \to a\hat\theta + b`,
@@ -297,10 +296,11 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
         CVXPY solver for each QP (status checked by :func:`psdsos.solvers.solve_cvxpy`).
         Clarabel (interior point) cannot be warm-started, and the constraint set changes every
         round anyway; it still measured about 30 times faster than OSQP at comparable accuracy
-        (n = 300, d = 2), and CVXPY's HiGHS interface failed on these problems.  Clarabel runs
-        with its QDLDL factorization (its automatic choice measured 6 to 7 times slower at
-        n = 10^4, d = 2) and, in screening rounds, without iterative refinement.  SCS is a
-        slower, lower-accuracy fallback.
+        (n = 300, d = 2), and CVXPY's HiGHS interface failed on these problems.  For d <= 3
+        Clarabel runs with its QDLDL factorization (its automatic choice, faer, measured 3.5
+        times slower on one thread at n = 10^4, d = 2), for d >= 4 with faer (QDLDL measured
+        4.6 times slower at n = 3000, d = 5); screening rounds skip iterative refinement.
+        SCS is a slower, lower-accuracy fallback.
     concave : bool, default=False
         Fit a concave function instead (min of affine pieces).
     n_neighbors : "auto" or int, default="auto"
@@ -378,9 +378,15 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
         if not tight:  # a screening round: only its violations are used
             tol = max(tol, min(_SCREEN_TOL, self.tol))
         if solver == "CLARABEL":
-            # QDLDL: CVXPY's default ("auto") picks faer, measured 6 to 7 times slower on
-            # these KKT systems at n = 10^4 (d = 2); refinement only in the certified rounds
-            options = {"direct_solve_method": "qdldl", "iterative_refinement_enable": tight}
+            # refinement only in the certified rounds; the linear solver by dimension: for
+            # d <= 3 (Delaunay-like pair graphs, little fill) QDLDL, which solved the first QP
+            # at n = 10^4, d = 2 in 7.3 s against 26 s for Clarabel's automatic choice (faer)
+            # on one thread (6 s against 40 s on two); for d >= 4 (nearest-neighbour graphs,
+            # more fill) faer's supernodal factorization: a fit at n = 3000, d = 5 took 41 s
+            # of CPU with it (one thread) against 186 s with QDLDL
+            options = {"iterative_refinement_enable": tight}
+            if p <= _DELAUNAY_MAX_DIM:
+                options["direct_solve_method"] = "qdldl"
         # The subgradients of hull vertices are unbounded in the QP (their Afriat rows leave
         # a recession cone), so the dual has no strictly feasible point and an interior-point
         # solve can stall near its tolerance (Clarabel: InsufficientProgress, seen on ~1 in
@@ -405,8 +411,10 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
         """
         n = Xs.shape[0]
         keys = _initial_pairs(Xs, self.n_neighbors)
-        # all pairs already, or a small problem: nothing to screen
-        tight = keys.size >= n * (n - 1) or n < _SCREEN_MIN_N
+        # all pairs already, or a small problem: nothing to screen; for d >= 4 screening
+        # measured 19% slower (n = 1000, d = 5: two more rounds than it saved in solves)
+        tight = (keys.size >= n * (n - 1) or n < _SCREEN_MIN_N
+                 or Xs.shape[1] > _DELAUNAY_MAX_DIM)
         t0 = time.perf_counter()
         for rnd in range(1, self.max_rounds + 1):
             tight = tight or rnd == self.max_rounds  # the answer is always a tight solve
