@@ -195,11 +195,11 @@ def test_solver_stall_retried_at_looser_tolerance(monkeypatch):
 
     real, tols = cnls.solve_cvxpy, []
 
-    def flaky(prob, *, solver, tol):
+    def flaky(prob, *, solver, tol, **options):
         tols.append(tol)
         if len(tols) == 1:
             raise SolverStatusError("solver CLARABEL failed: InsufficientProgress")
-        return real(prob, solver=solver, tol=tol)
+        return real(prob, solver=solver, tol=tol, **options)
 
     monkeypatch.setattr(cnls, "solve_cvxpy", flaky)
     X, y = make_convex_regression(20, 2, b=2.0, noise=0.2, random_state=0)
@@ -208,7 +208,7 @@ def test_solver_stall_retried_at_looser_tolerance(monkeypatch):
     theta, _, obj = _solve_dense(X, y)
     np.testing.assert_allclose(m.theta_, theta, atol=THETA_ATOL * np.std(y))
 
-    def broken(prob, *, solver, tol):
+    def broken(prob, *, solver, tol, **options):
         raise SolverStatusError("solver CLARABEL failed")
 
     monkeypatch.setattr(cnls, "solve_cvxpy", broken)
@@ -239,7 +239,7 @@ def test_stall_warning_when_violations_are_all_in_the_qp(monkeypatch):
     # nothing new to add, the loop stops and says so
     import psdsos.estimators._cnls as cnls
 
-    def fake(X, theta, Z, active, q):
+    def fake(X, theta, Z, active, q, tol):
         return 1.0, np.zeros((len(X), q), dtype=int), np.full((len(X), q), -np.inf)
 
     monkeypatch.setattr(cnls, "_violations", fake)
