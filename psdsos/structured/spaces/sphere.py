@@ -102,6 +102,10 @@ def training_objectives(W, Z, antipodes=False):
     return Ft, Fa
 
 
+#: Angles of the grid that adds a start on the circle with signed weights.
+_CIRCLE_GRID = 720
+
+
 def best_start(F_cand, tie=1e-12):
     """Row-wise index of the smallest candidate value, the first one on (rounding) ties."""
     lo = F_cand.min(axis=1, keepdims=True)
@@ -260,7 +264,8 @@ class SphereSpace(_RGDOptions, OutputSpace):
 
     # -- the solver ------------------------------------------------------------------------
     def _starts(self, W):
-        """Start points, shape (S, T, k), S = 2 (or 4 if some weight is negative)."""
+        """Start points, shape (S, T, k), S = 2 (or 4 if some weight is negative, 5 on the
+        circle: the best point of a grid of angles)."""
         Z = self.Y_train_
         Ft, Fa = training_objectives(W, Z, antipodes=bool(np.any(W < 0)))
         j = best_start(Ft)
@@ -269,6 +274,15 @@ class SphereSpace(_RGDOptions, OutputSpace):
         if Fa is not None:
             starts.append(_normalize_or(W @ Z, best_train))
             starts.append(-Z[best_start(Fa)])
+            if Z.shape[1] == 2:
+                # the circle with signed weights: local minima can nearly tie (measured 0.7%
+                # apart); the best of a grid of _CIRCLE_GRID angles starts a run in the
+                # global minimum's basin (F is Lipschitz, the basins are wider than the grid)
+                phi = np.linspace(0.0, 2.0 * np.pi, _CIRCLE_GRID, endpoint=False)
+                grid = np.column_stack([np.cos(phi), np.sin(phi)])
+                _, th, _ = sphere_angles(grid, Z)  # (grid, n)
+                Fg = W @ (th * th).T
+                starts.append(grid[best_start(Fg)])
         return np.stack(starts)
 
     def _solve(self, W):
