@@ -422,17 +422,22 @@ class ConvexRegressionProblem(_IsometricPrimal):
         the denominator floored at ``floor``."""
         return self.constraint_residual(extras["alpha"], B, floor=floor)
 
+    def _gram(self):
+        """The kernel matrix of the expansion points (no jitter)."""
+        return self.K
+
     def _spectral(self):
         """(V, w): K = V diag(w) V^T, w clipped at 0 (cached)."""
         if getattr(self, "_eig", None) is None:
-            w, V = np.linalg.eigh(0.5 * (self.K + self.K.T))
+            K = self._gram()
+            w, V = np.linalg.eigh(0.5 * (K + K.T))
             self._eig = (V, np.maximum(w, 0.0))
         return self._eig
 
     def rkhs_norm_sq(self, alpha):
         r""":math:`\|f\|_{\mathcal H}^2 = \alpha^T\mathbf K\alpha` with the exact kernel matrix
         (no jitter), see :func:`quadratic_form`."""
-        return quadratic_form(self.K, alpha)
+        return quadratic_form(self._gram(), alpha)
 
     def cvxpy_problem(self):
         r"""Primal QP + SDP of eq. (28) through the SoS primitive, in RKHS-isometric
@@ -605,14 +610,8 @@ class ConvexRegressionNystromProblem(ConvexRegressionProblem):
         reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
         return float(r @ r) / self.n + self.rho * self.rkhs_norm_sq(alpha) + reg
 
-    def _spectral(self):
-        if getattr(self, "_eig", None) is None:
-            w, V = np.linalg.eigh(0.5 * (self.Kq + self.Kq.T))
-            self._eig = (V, np.maximum(w, 0.0))
-        return self._eig
-
-    def rkhs_norm_sq(self, alpha):
-        return quadratic_form(self.Kq, alpha)
+    def _gram(self):
+        return self.Kq
 
     def cvxpy_problem(self):
         """The primal of :meth:`ConvexRegressionProblem.cvxpy_problem` on the compressed
