@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 
 __all__ = [
+    "caller_stacklevel",
     "check_array_2d",
     "check_psd_targets",
     "check_scalar",
@@ -352,3 +353,18 @@ def check_saved_meta(meta, spec, *, source="the model file", prefix=""):
             expected = " or ".join(_KIND_TEXT.get(k, repr(k)) for k in kinds)
             raise ValueError(f"metadata entry {path!r} of {source} must be {expected}, got "
                              f"{value!r}")
+
+
+def caller_stacklevel():
+    """The ``stacklevel`` for :func:`warnings.warn` that points at the first frame outside
+    psdsos (the user's call), whatever the depth of the internal calls."""
+    import os
+    import sys
+
+    root = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame = sys._getframe(1)  # the function calling warnings.warn
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(root):
+        frame = frame.f_back
+        level += 1
+    return level

@@ -491,3 +491,16 @@ def test_exact_features_on_too_many_samples_name_n_landmarks(monkeypatch):
     with pytest.raises(ValueError, match="n_landmarks"):
         PSDRegressor().fit(X, 1.0 + X[:, 0] ** 2)
     assert PSDRegressor(n_landmarks=10, random_state=0).fit(X, 1.0 + X[:, 0] ** 2).dual_gap_ < 1e-6
+
+
+@pytest.mark.parametrize("centers", ["train", "landmarks"])
+def test_non_convex_warning_points_at_the_caller(centers):
+    from psdsos.estimators import NonConvexFitWarning
+
+    rng = np.random.default_rng(17)
+    X = rng.uniform(-1, 1, (30, 2))
+    y = np.sin(4 * X[:, 0])
+    with pytest.warns(NonConvexFitWarning) as rec:
+        ConvexRegressor(sigma=0.3, constraint_points=4, n_landmarks=4, centers=centers,
+                        random_state=0).fit(X, y)
+    assert all(r.filename == __file__ for r in rec if r.category is NonConvexFitWarning)

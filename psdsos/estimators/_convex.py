@@ -12,7 +12,13 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from psdsos._validation import check_array_2d, check_random_state, scaled_mean_std, validate_data
+from psdsos._validation import (
+    caller_stacklevel,
+    check_array_2d,
+    check_random_state,
+    scaled_mean_std,
+    validate_data,
+)
 from psdsos.estimators._base import (
     KERNEL_OPTIONS,
     Bandwidth,
@@ -800,7 +806,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
                 f"use a larger sigma (now {self.kernel_.sigma:.4g}; the fit is smoother), "
                 "more constraint_points (an int: Sobol points of the box), or "
                 "predict_convexified()",
-                NonConvexFitWarning, stacklevel=3,
+                NonConvexFitWarning, stacklevel=caller_stacklevel(),
             )
 
     def _solve(self, problem, Z, keys):
