@@ -21,6 +21,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
+from psdsos._config import row_chunks
 from psdsos._validation import scaled_mean_std, validate_data
 from psdsos.estimators._base import (
     Bool,
@@ -65,9 +66,10 @@ class _NeighborsConstraint:
 
 
 def _row_blocks(n_rows, n_cols):
-    step = max(1, _BLOCK_ENTRIES // max(n_cols, 1))
-    for start in range(0, n_rows, step):
-        yield start, min(start + step, n_rows)
+    """(start, stop) of row blocks of at most _BLOCK_ENTRIES float64 entries
+    (:func:`psdsos._config.row_chunks` with that budget)."""
+    for sl in row_chunks(n_rows, 8 * max(n_cols, 1), budget_mib=8 * _BLOCK_ENTRIES / 2**20):
+        yield sl.start, sl.stop
 
 
 def _knn_pairs(X, k):

@@ -491,7 +491,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
                 "are required"
             )
         kernel = resolve_kernel(self.kernel, self.sigma, X, w)
-        self._check_kernel_and_weights(kernel)
+        self._check_kernel_and_regularization(kernel)
         Z = self._constraint_points(X, kernel)
         self._set_scaling(kernel, X, y, w)
         self.x_box_ = np.vstack([X.min(axis=0), X.max(axis=0)])
@@ -501,7 +501,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         U, Zu, t, kernel_u = self._standardize(kernel, X, Z, y)
         return self._fit_standardized(kernel, kernel_u, features, X, U, t, Z, Zu, Phi, w)
 
-    def _check_kernel_and_weights(self, kernel):
+    def _check_kernel_and_regularization(self, kernel):
         if kernel.differentiability < 2:
             raise ValueError(
                 f"kernel {kernel.name!r} is not twice differentiable; convex regression needs "
@@ -614,7 +614,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         else:
             sigma = self.sigma
         kernel = resolve_kernel(self.kernel, sigma, None)
-        self._check_kernel_and_weights(kernel)
+        self._check_kernel_and_regularization(kernel)
         box = (st["lo"], st["hi"])
         seed = check_random_state(self.random_state).integers(2**32)
         sample = dask_sample_rows(X, CANDIDATE_ROWS, seed)

@@ -278,11 +278,7 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
         # ridge fit)
         g0 = problem.smooth(np.zeros((m, d, d)))[1]
         res_floor = max(res_floor, 1e-6 * float(np.vdot(g0, g0)))
-    negpart = NegativePart(N)
-    eye_l1 = lam1 * np.eye(N)
-
-    def S_of(G):
-        return sos_adjoint(Phi, G) + eye_l1
+    negpart, S_of = _negative_part_map(Phi, lam1, N)
 
     y = x
     t_fista = 1.0
@@ -418,11 +414,7 @@ def _solve_dual_prox(problem, *, tol, max_iter, init, step_size, verbose, histor
         # least-squares path)
         mu = mu / (mu + metric.h_max) if mu > 0 else 0.0
         eta_min = 1.0
-    negpart = NegativePart(N)
-    eye_l1 = lam1 * np.eye(N)
-
-    def S_of(G):
-        return sos_adjoint(Phi, G) + eye_l1
+    negpart, S_of = _negative_part_map(Phi, lam1, N)
 
     y = x
     t_fista = 1.0
@@ -589,6 +581,18 @@ def _momentum(y, xn, x, t_fista, mu, eta):
         t_fista = t_new
     yn = tuple(b + beta * (b - c) for b, c in zip(xns, xs, strict=True))
     return (yn if blocks else yn[0]), xn, t_fista
+
+
+def _negative_part_map(Phi, lam1, N):
+    """(negpart, S_of): the partial negative-part eigensolver of size N and
+    S(G) = A^*(G) + lam1 I, whose negative part gives B(G) = [S(G)]_- / lam2."""
+    negpart = NegativePart(N)
+    eye_l1 = lam1 * np.eye(N)
+
+    def S_of(G):
+        return sos_adjoint(Phi, G) + eye_l1
+
+    return negpart, S_of
 
 
 def _say(text):

@@ -61,7 +61,31 @@ class _IsometricPrimal:
         return cached[1]
 
 
-class PSDLeastSquares:
+class _PSDPrimal:
+    """The primal hooks shared by the PSD-valued regression problems (eq. 9 and 11): the
+    objective from the data term ``_data_term(F_B)`` plus the regularizer, and no
+    constraint besides B PSD."""
+
+    def primal_objective(self, G, B, FB):
+        return self.objective(B, FB)
+
+    def objective(self, B, FB=None):
+        """J(B); pass FB = A(B) if already computed."""
+        if FB is None:
+            FB = sos_evaluate(self.Phi, B, self.d)
+        fit = self._data_term(FB)
+        return fit + self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
+
+    def evaluate_primal(self, B, params):
+        """Objective (numpy) and extra primal variables after a CVXPY solve."""
+        return self.objective(B), {}
+
+    def primal_residual(self, B, extras, floor=0.0):
+        """0: the primal has no equality constraint besides B PSD."""
+        return 0.0
+
+
+class PSDLeastSquares(_PSDPrimal):
     r"""PSD-valued least squares, PSD paper eq. (11).
 
     .. math::
@@ -115,25 +139,10 @@ class PSDLeastSquares:
     def strong_convexity(self):
         return float(self.n)
 
-    def primal_objective(self, G, B, FB):
-        return self.objective(B, FB)
-
     # ---- primal ------------------------------------------------------------------------
-    def objective(self, B, FB=None):
-        """J(B); pass FB = A(B) if already computed."""
-        if FB is None:
-            FB = sos_evaluate(self.Phi, B, self.d)
+    def _data_term(self, FB):
         R = FB - self.M
-        fit = 0.5 / self.n * float(np.vdot(R, R))
-        return fit + self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
-
-    def evaluate_primal(self, B, params):
-        """Objective (numpy) and extra primal variables after a CVXPY solve."""
-        return self.objective(B), {}
-
-    def primal_residual(self, B, extras, floor=0.0):
-        """0: the primal of eq. (11) has no equality constraint besides B PSD."""
-        return 0.0
+        return 0.5 / self.n * float(np.vdot(R, R))
 
     def dual_point(self, B, extras, params):
         r"""The dual variable of eq. (12) at a primal point: :math:`\Gamma_i =
@@ -199,9 +208,14 @@ def dual_floors(y, E, hess_scale, m):
     obj_floor, res_floor_sq : float
     """
     y = np.asarray(y, dtype=np.float64)
-    n = y.shape[0]
     yc = y - y.mean() if E is not None else y
-    s = max(float(yc @ yc) / n, np.finfo(float).eps * float(y @ y) / n)
+    return floors_from_moments(float(yc @ yc), float(y @ y), y.shape[0], hess_scale, m)
+
+
+def floors_from_moments(css, ss, n, hess_scale, m):
+    """:func:`dual_floors` from the sums of squares of the (centred, with E) targets, css,
+    and of the targets, ss, over n samples."""
+    s = max(css / n, np.finfo(float).eps * ss / n)
     return DUAL_FLOOR * s, DUAL_FLOOR * m * s * float(hess_scale) ** 2
 
 
@@ -360,8 +374,11 @@ class ConvexRegressionProblem(_IsometricPrimal):
 
     def dual_floors(self):
         """Absolute floors of the solver's relative gap and residual (see :func:`dual_floors`)."""
-        hs = float(np.sqrt(np.max(np.sum(self.Hk * self.Hk, axis=(2, 3)))))
-        return dual_floors(self.y, self.E, hs, self.m)
+        return dual_floors(self.y, self.E, self._hessian_scale(), self.m)
+
+    def _hessian_scale(self):
+        """The largest Frobenius norm of a kernel Hessian at a constraint point."""
+        return float(np.sqrt(np.max(np.sum(self.Hk * self.Hk, axis=(2, 3)))))
 
     def smooth_hessian_factor(self):
         """U with grad^2 q = U U^T on vec(Gamma): U = (L_W^{-1} G_H)^T / sqrt(2), W = L_W L_W^T."""
@@ -576,11 +593,7 @@ class ConvexRegressionNystromProblem(ConvexRegressionProblem):
 
     def dual_floors(self):
         """As :func:`dual_floors`, from the sums of squares of y (no pass over the data)."""
-        hs = float(np.sqrt(np.max(np.sum(self.Hk * self.Hk, axis=(2, 3)))))
-        css, ss = self._y_moments
-        n = self.n
-        s = max(css / n, np.finfo(float).eps * ss / n)
-        return DUAL_FLOOR * s, DUAL_FLOOR * self.m * s * hs**2
+        return floors_from_moments(*self._y_moments, self.n, self._hessian_scale(), self.m)
 
     def _fit_matrix_t(self):
         return self.Fc.T

@@ -34,6 +34,7 @@ import numpy as np
 
 from psdsos.losses import EmpiricalLoss, SquaredLoss
 from psdsos.sos._maps import sos_evaluate
+from psdsos.sos._objectives import _PSDPrimal
 from psdsos.sos._primitive import SoSBlock
 
 __all__ = ["PSDLossProblem"]
@@ -44,7 +45,7 @@ __all__ = ["PSDLossProblem"]
 _MAX_FACTOR_COLUMNS = 512
 
 
-class PSDLossProblem:
+class PSDLossProblem(_PSDPrimal):
     r"""PSD-valued regression with loss ``loss`` and sample weights (module docstring).
 
     Parameters
@@ -141,22 +142,9 @@ class PSDLossProblem:
         """L^*(G) on the prox path (inf outside its domain)."""
         return self.emp.conjugate(G)
 
-    def primal_objective(self, G, B, FB):
-        return self.objective(B, FB)
-
     # ---- primal ----------------------------------------------------------------------------
-    def objective(self, B, FB=None):
-        """J(B); pass FB = A(B) if already computed."""
-        if FB is None:
-            FB = sos_evaluate(self.Phi, B, self.d)
-        fit = self.emp.value(FB)
-        return fit + self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
-
-    def evaluate_primal(self, B, params):
-        return self.objective(B), {}
-
-    def primal_residual(self, B, extras, floor=0.0):
-        return 0.0
+    def _data_term(self, FB):
+        return self.emp.value(FB)
 
     def dual_point(self, B, extras, params):
         r"""A dual point certifying a primal answer: the optimality relation
