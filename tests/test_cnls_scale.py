@@ -148,3 +148,20 @@ def test_screening_and_linear_solver_by_dimension(screening, monkeypatch, d, scr
     assert any(not c["iterative_refinement_enable"] for c in calls) == screens
     assert calls[-1]["iterative_refinement_enable"]  # the answer is a tight solve
     assert {c.get("direct_solve_method") for c in calls} == {method}
+
+
+@pytest.mark.parametrize("tol", [1e-6, 0.3])
+def test_screening_stops_below_the_switch_level(screening, capsys, tol):
+    # screening rounds run while the largest violation exceeds max(_SCREEN_SWITCH, tol) std(y)
+    # (the verbose lines print it in units of y); the round after the first one below it, and
+    # every later round, is tight
+    X, y = make_convex_regression(400, 2, b=2.0, noise=0.3, random_state=4)
+    PiecewiseLinearConvexRegressor(tol=tol, verbose=True).fit(X, y)
+    lines = capsys.readouterr().out.splitlines()
+    level = max(cnls._SCREEN_SWITCH, tol) * np.std(y)
+    viol = [float(line.split("max violation ")[1].split(",")[0]) for line in lines]
+    screening_rounds = ["(screening)" in line for line in lines]
+    assert screening_rounds[0] and not screening_rounds[-1]
+    first_below = next(k for k, v in enumerate(viol) if v <= level)
+    assert all(screening_rounds[: first_below + 1])
+    assert not any(screening_rounds[first_below + 1:])
