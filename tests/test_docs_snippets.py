@@ -11,6 +11,8 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "docs" / "getting-started.md", ROOT / "docs" / "large-data.md"]
+PAGES += [ROOT / "docs" / name  # the PSD-regression, Bures-demo and geometry pages
+          for name in ("psd-regression.md", "bures-demo.md", "geometry.md")]
 SNIPPETS = [code for page in PAGES
             for code in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)]
 

@@ -106,7 +106,7 @@ class PSDLeastSquares(_PSDPrimal):
 
     the smooth part q is n-strongly convex with n-Lipschitz gradient, and at the optimum
     :math:`\Gamma_i = (F_{\mathbf B}(x_i) - \mathbf M_i)/n` (eq. 12 up to the factor
-    convention; see docs/psd-regression.md for the derivation).
+    convention; see docs/psd-regression-math.md for the derivation).
 
     Parameters
     ----------
