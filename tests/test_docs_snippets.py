@@ -10,7 +10,9 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "docs" / "getting-started.md", ROOT / "docs" / "large-data.md"]
+PAGES = [ROOT / "docs" / "getting-started.md", ROOT / "docs" / "large-data.md",
+         ROOT / "docs" / "structured-prediction.md",
+         ROOT / "docs" / "structured-prediction-math.md"]
 SNIPPETS = [code for page in PAGES
             for code in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)]
 
