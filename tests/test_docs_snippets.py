@@ -13,7 +13,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "docs" / "getting-started.md", ROOT / "docs" / "large-data.md",
          ROOT / "docs" / "structured-prediction.md",
          ROOT / "docs" / "structured-prediction-math.md",
-         ROOT / "docs" / "projection-oracles.md"]
+         ROOT / "docs" / "projection-oracles.md",
+         ROOT / "docs" / "localized-prediction.md"]
 SNIPPETS = [code for page in PAGES
             for code in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)]
 
