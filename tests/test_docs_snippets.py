@@ -1,5 +1,5 @@
-"""The Python snippets of docs/getting-started.md and docs/large-data.md run as written
-(fresh interpreter each)."""
+"""The Python snippets of the user-guide pages (docs/*.md) run as written (fresh interpreter
+each)."""
 
 import os
 import pathlib
@@ -10,9 +10,11 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "docs" / "getting-started.md", ROOT / "docs" / "large-data.md"]
-PAGES += [ROOT / "docs" / name  # the PSD-regression, Bures-demo and geometry pages
-          for name in ("psd-regression.md", "bures-demo.md", "geometry.md")]
+PAGES = [ROOT / "docs" / name for name in (
+    "getting-started.md", "large-data.md", "psd-regression.md", "bures-demo.md", "geometry.md",
+    "structured-prediction.md", "structured-prediction-math.md", "projection-oracles.md",
+    "localized-prediction.md",
+)]
 SNIPPETS = [code for page in PAGES
             for code in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)]
 

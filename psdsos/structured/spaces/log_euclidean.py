@@ -55,10 +55,10 @@ class LogEuclideanSPDSpace(OutputSpace):
     ----------
     weights : {"signed", "positive"}, default="signed"
 
-    Attributes (after ``decode``)
-    -----------------------------
+    Attributes
+    ----------
     signed_ : ndarray of bool, shape (n_test,)
-        True where the signed weights were decoded (eq. 2).
+        Set by ``decode``: True where the signed weights were decoded (eq. 2).
     """
 
     name = "spd_logeuclidean"

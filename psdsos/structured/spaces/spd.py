@@ -110,9 +110,10 @@ class SPDSpace(_RGDOptions, OutputSpace):
     tol : float, default=1e-8
         Stopping threshold on the Riemannian gradient norm.
 
-    Attributes (after ``decode``)
-    -----------------------------
+    Attributes
+    ----------
     n_iter_ : ndarray of int, shape (n_test,)
+        Set by ``decode`` (as the attributes below): iterations per test point.
     grad_norm_ : ndarray, shape (n_test,)
         Final Riemannian gradient norms, computed from the tracked eigenvectors; at
         convergence the exact norms are at most ``grad_norm_`` plus twice the error bound
