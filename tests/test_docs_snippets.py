@@ -1,5 +1,5 @@
-"""The Python snippets of docs/getting-started.md and docs/large-data.md run as written
-(fresh interpreter each)."""
+"""The Python snippets of the user-guide pages in PAGES run as written (fresh interpreter
+each)."""
 
 import os
 import pathlib
@@ -10,7 +10,9 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "docs" / "getting-started.md", ROOT / "docs" / "large-data.md"]
+PAGES = [ROOT / "docs" / "getting-started.md", ROOT / "docs" / "large-data.md",
+         ROOT / "docs" / "convex-regression.md", ROOT / "docs" / "model-selection.md",
+         ROOT / "docs" / "kernels.md"]
 SNIPPETS = [code for page in PAGES
             for code in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)]
 
