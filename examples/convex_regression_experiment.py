@@ -111,7 +111,7 @@ def sos_grid():
     """The SoS grid of the paper (lam2 on B of the Hessian in the data's units).
 
     ConvexRegressor solves in standardized units, u = (x - mean) / sigma, where its lam2
-    weighs B_u = B sigma^2 / std(y) (docs/convex-regression.md, "Units and scaling"): the
+    weighs B_u = B sigma^2 / std(y) (docs/convex-regression-math.md, "Units and scaling"): the
     paper's lam2 at bandwidth sigma is lam2_u = lam2 / sigma^4 (rho and lam1 = 0 are
     unchanged), hence one sub-grid per bandwidth.  ``paper_lam2`` maps back for reports.
     """
@@ -135,7 +135,7 @@ def fit_three(X, y, seed, n_landmarks):
     """CV-selected SoS and KRR, plain CNLS; returns the fitted models and selected params."""
     cv = KFold(5, shuffle=True, random_state=seed)
     # constraint_points="train": the paper's choice (eq. 19), not the estimator's default
-    # (which subsamples for n > 2 r, see docs/convex-regression.md "Constraint points")
+    # (which subsamples for n > 2 r, see docs/convex-regression.md "Choosing the constraint points")
     sos = ConvexRegressor(n_landmarks=n_landmarks, constraint_points="train",
                           random_state=seed, tol=FIT_TOL, max_iter=FIT_MAX_ITER)
     with warnings.catch_warnings():

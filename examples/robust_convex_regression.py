@@ -25,7 +25,7 @@ Part B: convex quantile curves
     whose tau-quantile :math:`x^2 (1 + 0.15 z_\tau) + 0.3 z_\tau` is convex for every tau
     used.  ``loss="quantile"`` for tau in {0.1, 0.5, 0.9}, solved in the primal (Clarabel:
     for the pinball loss it was faster than the dual at these sizes, see
-    docs/convex-regression.md); checked: the share of fresh points below each curve is close
+    docs/benchmarks.md); checked: the share of fresh points below each curve is close
     to tau and the curves do not cross on the data range.
 
 Usage::

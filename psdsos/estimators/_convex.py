@@ -189,8 +189,8 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     :math:`\max(-\tau r, (1-\tau) r)`: a share tau of the data below the fit) and
     ``"expectile"`` (:math:`(1-\tau) r^2` where the fit is above the data,
     :math:`\tau r^2` below; tau = 1/2 is ``"squared"``).  ``delta`` is in the units of y
-    (the standardized problem uses ``delta / y_scale_``); see docs/convex-regression.md,
-    "Other losses and sample weights", for the dual with the loss's variables u
+    (the standardized problem uses ``delta / y_scale_``); see docs/convex-regression-math.md,
+    "Other losses", for the dual with the loss's variables u
     (E^T u = 0) and the solvers.
 
     **Sample weights.**  ``fit(X, y, sample_weight=w)``: :math:`c_i = 2 w_i / \sum_j w_j`
@@ -233,7 +233,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         other candidate's residual kernel variance is below 1e-6 k(x, x); all the training
         points when none is that redundant and no corner is offered.  With more, or nearly
         dependent, points the constrained problem is close to having no strictly feasible
-        point and the dual crawls or diverges (measured: docs/convex-regression.md,
+        point and the dual crawls or diverges (measured: docs/benchmarks.md,
         "Constraint points"); ``"train"`` keeps the paper's choice whatever n.
     n_landmarks : int or None
         Nystrom rank of the SoS features Psi (the paper uses 25 when n > 25); the
