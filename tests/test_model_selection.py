@@ -337,3 +337,35 @@ def test_bad_data(data):
         grid_search_cv(_est(), t[:, 0], M, {"lam2": [1e-2]})
     with pytest.raises(ValueError, match="scikit-learn estimator"):
         grid_search_cv(object(), t, M, {"lam2": [1e-2]})
+
+
+def test_non_convex_cv_fits_counted_once():
+    # ConvexRegressor with 3 constraint points and a narrow bandwidth is convex at the points
+    # only (NonConvexFitWarning); with a constraint at every training point it is certified.
+    # The search silences the per-fit warnings and reports one, with the counts.
+    from psdsos.estimators import ConvexRegressor, NonConvexFitWarning
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2.0, 2.0, size=(40, 1))
+    y = np.abs(X[:, 0]) + 0.3 * rng.normal(size=40)
+    est = ConvexRegressor(sigma=0.3, random_state=0)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        res = grid_search_cv(est, X, y, {"constraint_points": [3, 40]}, cv=2, refit=False)
+    msgs = [str(w.message) for w in rec if issubclass(w.category, NonConvexFitWarning)]
+    assert len(msgs) == 1 and "2 of 4" in msgs[0], msgs
+    assert res.n_not_convex == 2
+    np.testing.assert_array_equal(res.cv_results_["n_not_convex"], [2, 0])
+    # the count is the certificate of each fold's fit
+    for k, (tr, _) in enumerate(KFold(2).split(X)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NonConvexFitWarning)
+            fold = ConvexRegressor(sigma=0.3, random_state=0, constraint_points=3).fit(X[tr], y[tr])
+        assert fold.convexity_deficit_ > 1e-2, k
+
+
+def test_estimators_without_a_convexity_certificate_count_zero(data):
+    t, M = data
+    res = grid_search_cv(_est(), t, M, {"lam2": [1e-2]}, cv=2, scoring="neg_mse", refit=False)
+    assert res.n_not_convex == 0
+    np.testing.assert_array_equal(res.cv_results_["n_not_convex"], [0])

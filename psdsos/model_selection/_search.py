@@ -38,6 +38,7 @@ from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
 from sklearn.model_selection import KFold, LeaveOneOut, ParameterGrid
 from sklearn.utils.validation import _check_sample_weight
 
+from psdsos.estimators._convex import RELATIVE_DEFICIT_TOL, NonConvexFitWarning
 from psdsos.kernels import scale_bandwidth
 
 __all__ = ["SearchResult", "grid_search_cv", "neg_mse_scorer", "paper_grid_convex",
@@ -279,7 +280,8 @@ class SearchResult:
         ``mean_test_score``, ``std_test_score``, ``rank_test_score``,
         ``split<k>_test_score``, ``mean_fit_time``, ``std_fit_time``,
         ``mean_score_time``, plus ``mean_n_iter`` (solver iterations, NaN when the
-        estimator has no ``n_iter_``) and ``n_not_converged`` (per candidate).
+        estimator has no ``n_iter_``), ``n_not_converged`` and ``n_not_convex`` (per
+        candidate).
     n_fits : int
         Number of cross-validation fits (candidates x splits; the refit not included).
     n_splits_ : int
@@ -290,6 +292,11 @@ class SearchResult:
     n_not_converged : int
         CV fits that stopped at ``max_iter`` (their ``ConvergenceWarning`` is silenced
         inside the search and reported once, with this count).
+    n_not_convex : int
+        CV fits of a convex-regression estimator whose certified relative convexity
+        deficit (``convexity_deficit_``) exceeds the tolerance of
+        :class:`~psdsos.estimators.NonConvexFitWarning` (their warnings are silenced inside
+        the search and reported once, with this count).
     total_n_iter : int
         Sum of ``n_iter_`` over the CV fits (0 if the estimator has none).
     refit_time_ : float
@@ -308,6 +315,7 @@ class SearchResult:
     scoring: str
     n_failed: int = 0
     n_not_converged: int = 0
+    n_not_convex: int = 0
     total_n_iter: int = 0
     refit_time_: float = 0.0
     wall_time: float = 0.0
@@ -460,6 +468,13 @@ def _path_order(indices, candidates, path_params):
 # ----------------------------------------------------------------------------------------
 
 
+def _not_convex(est):
+    """True when a fitted estimator's certified relative convexity deficit exceeds the
+    tolerance of NonConvexFitWarning (estimators without ``convexity_deficit_``: False)."""
+    deficit = getattr(est, "convexity_deficit_", None)
+    return deficit is not None and float(deficit) > RELATIVE_DEFICIT_TOL
+
+
 def _not_converged(est):
     n_iter = getattr(est, "n_iter_", None)
     max_iter = getattr(est, "max_iter", None)
@@ -482,6 +497,7 @@ def _fit_path(split_index, estimator, X, M, train, test, cand_indices, candidate
     with warnings.catch_warnings():
         if in_main:
             warnings.simplefilter("ignore", ConvergenceWarning)
+            warnings.simplefilter("ignore", NonConvexFitWarning)
         est = clone(estimator)
         params = est.get_params()
         if cv_params:
@@ -509,13 +525,14 @@ def _fit_path(split_index, estimator, X, M, train, test, cand_indices, candidate
                 if error_score == "raise":
                     raise
                 records.append((ci, error_score, time.perf_counter() - t0, 0.0, np.nan,
-                                False, f"{type(exc).__name__}: {exc}"))
+                                False, False, f"{type(exc).__name__}: {exc}"))
                 # a failed fit may leave a half-updated state: restart the path cold
                 est = clone(est)
                 continue
             n_iter = getattr(est, "n_iter_", None)
             n_iter = float(np.sum(n_iter)) if n_iter is not None else np.nan
-            records.append((ci, score, fit_time, score_time, n_iter, _not_converged(est), None))
+            records.append((ci, score, fit_time, score_time, n_iter, _not_converged(est),
+                            _not_convex(est), None))
     return split_index, records
 
 
@@ -633,6 +650,10 @@ def grid_search_cv(estimator, X, M, param_grid, *, cv="loo", scoring=None, n_job
         Once, with the count, when some CV fits stopped at ``max_iter`` (the per-fit
         warnings are silenced inside the search); once more if the selected candidate is
         among them (its score may then be an artifact of early stopping).
+    NonConvexFitWarning
+        Once, with the count, when some CV fits of a convex-regression estimator were not
+        certified convex (the per-fit warnings are silenced inside the search; the refit
+        warns on its own).
 
     Notes
     -----
@@ -715,18 +736,20 @@ def grid_search_cv(estimator, X, M, param_grid, *, cv="loo", scoring=None, n_job
     score_t = np.zeros_like(scores)
     iters = np.full_like(scores, np.nan)
     nc = np.zeros(scores.shape, dtype=bool)
+    ncx = np.zeros(scores.shape, dtype=bool)
     errors = []
     with contextlib.ExitStack() as stack:
         stack.enter_context(warnings.catch_warnings())
         warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", NonConvexFitWarning)
         if backend is not None:
             stack.enter_context(parallel_config(backend=backend))
         # results in completion order (for the progress bar); each carries its split index
         par = Parallel(n_jobs=n_jobs, batch_size=1, return_as="generator_unordered")
         for k, recs in par(jobs()):
-            for ci, sc, ft, st, it, ncv, err in recs:
+            for ci, sc, ft, st, it, ncv, ncvx, err in recs:
                 scores[ci, k], fit_t[ci, k], score_t[ci, k] = sc, ft, st
-                iters[ci, k], nc[ci, k] = it, ncv
+                iters[ci, k], nc[ci, k], ncx[ci, k] = it, ncv, ncvx
                 if err is not None:
                     errors.append((k, ci, err))
             progress.update(len(recs))
@@ -752,10 +775,22 @@ def grid_search_cv(estimator, X, M, param_grid, *, cv="loo", scoring=None, n_job
             stacklevel=2,
         )
 
-    cv_results = _cv_results(candidates, scores, fit_t, score_t, iters, nc)
+    cv_results = _cv_results(candidates, scores, fit_t, score_t, iters, nc, ncx)
     best_index = int(np.argmin(cv_results["rank_test_score"]))
     best_params = dict(candidates[best_index])
     best_score = float(cv_results["mean_test_score"][best_index])
+    n_ncx = int(ncx.sum())
+    if n_ncx:
+        best_ncx = int(cv_results["n_not_convex"][best_index])
+        warnings.warn(
+            f"{n_ncx} of {n_fits} cross-validation fits were not certified convex (relative "
+            f"convexity deficit > {RELATIVE_DEFICIT_TOL:g}; their NonConvexFitWarnings were "
+            f"silenced), {best_ncx} of them for the selected candidate {best_params}: a "
+            "candidate with such fits is scored on a non-convex function; see "
+            "cv_results_['n_not_convex']",
+            NonConvexFitWarning,
+            stacklevel=2,
+        )
     best_nc = int(cv_results["n_not_converged"][best_index])
     if best_nc:
         warnings.warn(
@@ -789,13 +824,14 @@ def grid_search_cv(estimator, X, M, param_grid, *, cv="loo", scoring=None, n_job
         scoring=scoring_name,
         n_failed=n_failed,
         n_not_converged=n_nc,
+        n_not_convex=n_ncx,
         total_n_iter=int(total_iter),
         refit_time_=refit_time,
         wall_time=time.perf_counter() - t_start,
     )
 
 
-def _cv_results(candidates, scores, fit_t, score_t, iters, nc):
+def _cv_results(candidates, scores, fit_t, score_t, iters, nc, ncx):
     n_cand, n_splits = scores.shape
     res = {"params": [dict(c) for c in candidates]}
     names = sorted({k for c in candidates for k in c})
@@ -832,4 +868,5 @@ def _cv_results(candidates, scores, fit_t, score_t, iters, nc):
         np.nan if np.all(np.isnan(row)) else np.nanmean(row) for row in iters
     ])
     res["n_not_converged"] = nc.sum(axis=1).astype(np.int64)
+    res["n_not_convex"] = ncx.sum(axis=1).astype(np.int64)
     return res
