@@ -1105,8 +1105,8 @@ def intra_locality(X: ArrayLike, parts: Parts, kernel: str | Kernel | LinearKern
     if not isinstance(kernel, (Kernel, LinearKernel)):
         if isinstance(sigma, str) and sigma == "scale":
             kern = resolve_kernel(kernel, sigma, Xp.reshape(n * P, d))
-        else:
-            kern = get_kernel(kernel, sigma)
+        else:  # a string other than "scale" is refused by get_kernel (ValueError naming sigma)
+            kern = get_kernel(kernel, sigma)  # type: ignore[arg-type]
     else:
         kern = kernel
     rows = np.arange(P) if rows is None else np.asarray(rows, dtype=np.int64).ravel()
