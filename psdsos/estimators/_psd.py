@@ -289,6 +289,7 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
             )
         # sigma="scale" with weights: the bandwidth of the data set with rows repeated w_i times
         kernel = resolve_kernel(self.kernel, self.sigma, X, weights)
+        features: ExactFeatures | NystromFeatures
         if self.n_landmarks is None:
             if n > MAX_EXACT_SAMPLES:
                 raise ValueError(
