@@ -8,6 +8,7 @@ inside numpy.  This module imports nothing from psdsos.
 from __future__ import annotations
 
 import numbers
+import os
 from typing import Any, Literal, overload
 
 import numpy as np
@@ -22,6 +23,14 @@ __all__ = [
     "check_choice",
 ]
 
+
+# ---- type aliases of the public API's annotations ------------------------------------------
+#: A float64 array returned by psdsos.
+FloatArray = NDArray[np.float64]
+#: A file path accepted by save and load.
+PathLike = str | os.PathLike
+#: Seeds: None (fresh unseeded generator), an int seed or a numpy Generator.
+RandomStateLike = int | np.random.Generator | None
 
 def _complex_error(name):
     return ValueError(

@@ -8,8 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from psdsos._typing import PathLike
-from psdsos._validation import check_saved_arrays, check_saved_meta
+from psdsos._validation import PathLike, check_saved_arrays, check_saved_meta
 from psdsos.kernels import KERNELS, Kernel, LinearKernel, get_kernel, scale_bandwidth
 from psdsos.sos import load_npz, save_npz
 

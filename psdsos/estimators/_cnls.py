@@ -16,14 +16,14 @@ import warnings
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from scipy.spatial import Delaunay, QhullError, cKDTree
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from psdsos._config import row_chunks
-from psdsos._typing import ArrayLike, FloatArray, PathLike
-from psdsos._validation import scaled_mean_std, validate_data
+from psdsos._validation import FloatArray, PathLike, scaled_mean_std, validate_data
 from psdsos.estimators._base import (
     Bool,
     Interval,

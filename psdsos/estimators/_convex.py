@@ -7,13 +7,16 @@ import numbers
 import warnings
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import qmc
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from psdsos._typing import ArrayLike, FloatArray, PathLike, RandomStateLike
 from psdsos._validation import (
+    FloatArray,
+    PathLike,
+    RandomStateLike,
     caller_stacklevel,
     check_array_2d,
     check_random_state,

@@ -11,12 +11,12 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.utils.validation import check_is_fitted
 
-from psdsos._typing import ArrayLike, FloatArray
-from psdsos._validation import validate_data
+from psdsos._validation import FloatArray, validate_data
 from psdsos.estimators._base import (
     KERNEL_OPTIONS,
     Bandwidth,

@@ -6,12 +6,18 @@ import numbers
 import warnings
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from psdsos._typing import ArrayLike, FloatArray, PathLike, RandomStateLike
-from psdsos._validation import check_psd_targets, validate_data
+from psdsos._validation import (
+    FloatArray,
+    PathLike,
+    RandomStateLike,
+    check_psd_targets,
+    validate_data,
+)
 from psdsos.estimators._base import (
     KERNEL_OPTIONS,
     Bandwidth,

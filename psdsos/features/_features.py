@@ -14,8 +14,13 @@ import numpy as np
 import scipy.linalg as sla
 from numpy.typing import ArrayLike
 
-from psdsos._typing import RandomStateLike
-from psdsos._validation import check_array_2d, check_choice, check_random_state, check_scalar
+from psdsos._validation import (
+    RandomStateLike,
+    check_array_2d,
+    check_choice,
+    check_random_state,
+    check_scalar,
+)
 from psdsos.kernels import Kernel, get_kernel
 
 __all__ = ["ExactFeatures", "NystromFeatures", "cholesky_with_jitter"]

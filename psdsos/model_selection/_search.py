@@ -35,12 +35,12 @@ from typing import Any
 
 import numpy as np
 from joblib import Parallel, delayed, parallel_config
+from numpy.typing import ArrayLike
 from sklearn.base import clone, is_regressor
 from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
 from sklearn.model_selection import KFold, LeaveOneOut, ParameterGrid
 from sklearn.utils.validation import _check_sample_weight
 
-from psdsos._typing import ArrayLike
 from psdsos.kernels import scale_bandwidth
 
 __all__ = ["SearchResult", "grid_search_cv", "neg_mse_scorer", "paper_grid_convex",

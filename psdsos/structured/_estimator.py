@@ -14,8 +14,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils import ClassifierTags
 from sklearn.utils.validation import check_is_fitted
 
-from psdsos._typing import PathLike, RandomStateLike
-from psdsos._validation import check_saved_meta, validate_data
+from psdsos._validation import PathLike, RandomStateLike, check_saved_meta, validate_data
 from psdsos.estimators._base import (
     SELF_KERNEL_OPTIONS,
     Bandwidth,

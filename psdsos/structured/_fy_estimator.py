@@ -29,8 +29,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
 from sklearn.utils.validation import check_is_fitted
 
-from psdsos._typing import PathLike, RandomStateLike
-from psdsos._validation import validate_data
+from psdsos._validation import PathLike, RandomStateLike, validate_data
 from psdsos.estimators._base import (
     KERNEL_OPTIONS,
     Bandwidth,

@@ -50,8 +50,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from psdsos._typing import PathLike, RandomStateLike
-from psdsos._validation import check_random_state, validate_data
+from psdsos._validation import PathLike, RandomStateLike, check_random_state, validate_data
 from psdsos.estimators._base import (
     SELF_KERNEL_OPTIONS,
     Bandwidth,
