@@ -35,7 +35,14 @@ from psdsos.estimators._weights import check_sample_weight
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.kernels import Kernel
 from psdsos.losses import LOSSES, Loss, SquaredLoss, get_loss
-from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_huber_irls, solve_primal
+from psdsos.solvers import (
+    PRIMAL_SOLVERS,
+    DualResult,
+    PrimalResult,
+    solve_dual,
+    solve_huber_irls,
+    solve_primal,
+)
 from psdsos.sos import PSDLeastSquares, PSDLossProblem, PSDModel, project_psd
 
 __all__ = ["PSDRegressor"]
@@ -336,6 +343,7 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
             lam2_u = float(np.ldexp(self.lam2, e)) if p == 1 else float(self.lam2)
             problem = PSDLossProblem(Phi, np.ldexp(M, -e), lam1_u, lam2_u, loss_u, weights)
         ge = (p - 1) * e  # Gamma = 2^ge Gamma'
+        res: DualResult | PrimalResult
         if self.solver == "dual":
             init = None
             previous = getattr(self, "dual_coef_", None)

@@ -22,6 +22,8 @@ working-memory budget, :func:`psdsos.config_context`), and never form an m x m m
 
 from __future__ import annotations
 
+from typing import Literal, overload
+
 import numpy as np
 
 from psdsos._config import row_chunks
@@ -119,6 +121,14 @@ def _gram_eig(Phi):
     return lam[::-1], Q[:, ::-1]
 
 
+@overload
+def hadamard_square_factor(Phi: np.ndarray, *, tail_tol: float | tuple[str, float],
+                           max_rank: int | None = None, vectors: Literal[True] = True
+                           ) -> tuple[np.ndarray, np.ndarray, float]: ...
+@overload
+def hadamard_square_factor(Phi: np.ndarray, *, tail_tol: float | tuple[str, float],
+                           max_rank: int | None = None, vectors: Literal[False]
+                           ) -> tuple[None, np.ndarray, float]: ...
 def hadamard_square_factor(Phi: np.ndarray, *, tail_tol: float | tuple[str, float],
                            max_rank: int | None = None, vectors: bool = True
                            ) -> tuple[np.ndarray | None, np.ndarray, float]:
