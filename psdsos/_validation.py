@@ -32,6 +32,7 @@ PathLike = str | os.PathLike
 #: Seeds: None (fresh unseeded generator), an int seed or a numpy Generator.
 RandomStateLike = int | np.random.Generator | None
 
+
 def _complex_error(name):
     return ValueError(
         f"{name} must hold real numbers, got a complex array (Complex data not supported: "
