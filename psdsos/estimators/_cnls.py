@@ -354,7 +354,7 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
     }
 
     def __init__(self, *, tol: float = 1e-6, max_rounds: int = 50, solver: str = "CLARABEL",
-                 concave: bool = False, n_neighbors: int | str | None = "auto",
+                 concave: bool = False, n_neighbors: int | str = "auto",
                  verbose: bool | int = False) -> None:
         self.tol = tol
         self.max_rounds = max_rounds

@@ -249,7 +249,7 @@ class NystromFeatures(_BaseFeatures):
     """
 
     def __init__(self, kernel: str | Kernel = "gaussian", sigma: float = 1.0, *,
-                 n_landmarks: int | None = 50, landmarks: str = "uniform",
+                 n_landmarks: int = 50, landmarks: str = "uniform",
                  random_state: RandomStateLike = None, jitter: str | float = "auto") -> None:
         self.kernel = kernel
         self.sigma = sigma

@@ -268,8 +268,8 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
     coupled = True
 
     def __init__(self, kernel: Kernel, X: np.ndarray, Z: np.ndarray, Phi: np.ndarray,
-                 y: np.ndarray, E: np.ndarray, rho: float, lam1: float, lam2: float, *,
-                 jitter: str = "auto", sample_weight: np.ndarray | None = None) -> None:
+                 y: np.ndarray, E: np.ndarray | None, rho: float, lam1: float, lam2: float, *,
+                 jitter: str | float = "auto", sample_weight: np.ndarray | None = None) -> None:
         from psdsos.features import cholesky_with_jitter
 
         if getattr(kernel, "differentiability", 0) < 4:

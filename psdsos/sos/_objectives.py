@@ -294,9 +294,10 @@ class ConvexRegressionProblem(_IsometricPrimal):
 
     coupled = True
 
-    def __init__(self, K: np.ndarray, Hk: np.ndarray, Phi: np.ndarray, y: np.ndarray, E: np.ndarray,
-                 rho: float, lam1: float, lam2: float, *, jitter: str = "auto",
-                 sample_weight: np.ndarray | None = None, normalize_weights: bool = True) -> None:
+    def __init__(self, K: np.ndarray, Hk: np.ndarray, Phi: np.ndarray, y: np.ndarray,
+                 E: np.ndarray | None, rho: float, lam1: float, lam2: float, *,
+                 jitter: str | float = "auto", sample_weight: np.ndarray | None = None,
+                 normalize_weights: bool = True) -> None:
         import scipy.linalg as sla
 
         from psdsos.features import cholesky_with_jitter
@@ -574,8 +575,8 @@ class ConvexRegressionNystromProblem(ConvexRegressionProblem):
 
     def __init__(self, kernel: Kernel, X: np.ndarray, C: np.ndarray, Hk: np.ndarray,
                  Phi: np.ndarray, y: np.ndarray, fit_intercept: bool, rho: float, lam1: float,
-                 lam2: float, *, jitter: str = "auto", sample_weight: np.ndarray | None = None,
-                 normalize_weights: bool = True,
+                 lam2: float, *, jitter: str | float = "auto",
+                 sample_weight: np.ndarray | None = None, normalize_weights: bool = True,
                  compressed: tuple[np.ndarray, int, tuple[float, float]] | None = None) -> None:
         import scipy.linalg as sla
 
