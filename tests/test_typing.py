@@ -1,4 +1,5 @@
-"""The package type-checks: mypy on psdsos/ (configuration in pyproject.toml, [tool.mypy])."""
+"""The package type-checks: mypy on psdsos/ (configuration in pyproject.toml, [tool.mypy]), and
+the examples, user code, type-check against its annotations."""
 
 import pathlib
 import subprocess
@@ -12,7 +13,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 def test_mypy_clean(tmp_path):
     pytest.importorskip("mypy", reason="mypy is part of the test extras; not installed here")
     r = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache"),
-                        "--config-file", str(ROOT / "pyproject.toml"), str(ROOT / "psdsos")],
+                        "--config-file", str(ROOT / "pyproject.toml"), str(ROOT / "psdsos"),
+                        str(ROOT / "examples")],
                        capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
 
