@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import numbers
 import threading
+from collections.abc import Iterator
+from typing import Any
 
 __all__ = ["get_config", "set_config", "config_context", "chunk_rows"]
 
@@ -31,7 +33,7 @@ def _state():
     return _local.config
 
 
-def get_config():
+def get_config() -> dict[str, Any]:
     """The current configuration, a dict with ``"working_memory"`` (MiB)."""
     return dict(_state())
 
@@ -43,7 +45,7 @@ def _check_working_memory(value):
     return float(value)
 
 
-def set_config(working_memory=None):
+def set_config(working_memory: float | None = None) -> None:
     """Set the configuration for this thread.
 
     Parameters
@@ -58,7 +60,7 @@ def set_config(working_memory=None):
 
 
 @contextlib.contextmanager
-def config_context(*, working_memory=None):
+def config_context(*, working_memory: float | None = None) -> Iterator[None]:
     """Temporarily change the configuration (see :func:`set_config`).
 
     Examples

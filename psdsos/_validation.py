@@ -8,8 +8,11 @@ inside numpy.  This module imports nothing from psdsos.
 from __future__ import annotations
 
 import numbers
+import os
+from typing import Any, Literal, overload
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "caller_stacklevel",
@@ -19,6 +22,15 @@ __all__ = [
     "check_random_state",
     "check_choice",
 ]
+
+
+# ---- type aliases of the public API's annotations ------------------------------------------
+#: A float64 array returned by psdsos.
+FloatArray = NDArray[np.float64]
+#: A file path accepted by save and load.
+PathLike = str | os.PathLike
+#: Seeds: None (fresh unseeded generator), an int seed or a numpy Generator.
+RandomStateLike = int | np.random.Generator | None
 
 
 def _complex_error(name):
@@ -35,7 +47,14 @@ def _check_real(A, name):
         raise _complex_error(name)
 
 
-def validate_data(estimator, X="no_validation", y="no_validation", **kwargs):
+@overload
+def validate_data(estimator: Any, X: ArrayLike,
+                  y: Literal["no_validation"] = "no_validation", **kwargs: Any) -> np.ndarray: ...
+@overload
+def validate_data(estimator: Any, X: ArrayLike, y: ArrayLike | None,
+                  **kwargs: Any) -> tuple[np.ndarray, np.ndarray]: ...
+def validate_data(estimator: Any, X: Any = "no_validation", y: Any = "no_validation",
+                  **kwargs: Any) -> Any:
     """scikit-learn's ``validate_data``, after refusing complex ``X`` or ``y`` with a
     ValueError naming the argument (scikit-learn's own message prints the array instead)."""
     from sklearn.utils.validation import validate_data as _sk_validate_data
@@ -54,7 +73,8 @@ def validate_data(estimator, X="no_validation", y="no_validation", **kwargs):
     return _sk_validate_data(estimator, X, y, **kwargs)
 
 
-def check_array_2d(X, name="X", *, min_samples=1, allow_1d=False, dtype=np.float64):
+def check_array_2d(X: ArrayLike, name: str = "X", *, min_samples: int = 1,
+                   allow_1d: bool = False, dtype: Any = np.float64) -> NDArray[np.float64]:
     """Return ``X`` as a finite float array of shape (n_samples, n_features).
 
     Parameters
@@ -88,7 +108,8 @@ def check_array_2d(X, name="X", *, min_samples=1, allow_1d=False, dtype=np.float
     return A
 
 
-def check_psd_targets(M, name="M", *, n_samples=None, rtol=1e-8):
+def check_psd_targets(M: ArrayLike, name: str = "M", *, n_samples: int | None = None,
+                      rtol: float = 1e-8) -> NDArray[np.float64]:
     """Return ``M`` as a finite, symmetric float array of shape (n_samples, d, d).
 
     Symmetric indefinite targets are accepted (noisy measurements of PSD matrices).
@@ -188,7 +209,7 @@ def scaled_mean_std(A, *, axis=None, center=True, weights=None):
     return np.squeeze(mean, axis=axis), np.squeeze(std, axis=axis)
 
 
-def check_random_state(random_state):
+def check_random_state(random_state: int | np.random.Generator | None) -> np.random.Generator:
     """Return a ``numpy.random.Generator`` from None, an int seed or a Generator.
 
     ``None`` gives a fresh unseeded generator (never the global numpy RNG).

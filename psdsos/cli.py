@@ -35,6 +35,7 @@ import os
 import sys
 import time
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 from sklearn.base import clone
@@ -992,7 +993,7 @@ def _convex_predict(args, out):
     return 0
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``psdsos`` command line; return the exit code.
 
     Parameters

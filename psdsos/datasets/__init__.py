@@ -14,8 +14,9 @@ Randomness only through ``psdsos._validation.check_random_state`` (never the glo
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
-from psdsos._validation import check_array_2d, check_random_state, check_scalar
+from psdsos._validation import RandomStateLike, check_array_2d, check_random_state, check_scalar
 from psdsos.datasets._fingerprints import make_fingerprints, sobel_orientation
 from psdsos.datasets._geodesic import bures_geodesic_endpoints, make_bures_geodesic
 from psdsos.datasets._glass import GLASS_CLASSES, GLASS_FEATURES, load_glass
@@ -38,7 +39,7 @@ def _f_a(r, a):
     return 0.5 * r**2 - 2.0 * (np.sin(0.5 * a * r) / a) ** 2
 
 
-def convex_regression_truth(X, a=1.0):
+def convex_regression_truth(X: ArrayLike, a: float = 1.0) -> NDArray[np.float64]:
     r"""Noiseless target of the convex-regression experiment (PSD paper, eq. 30).
 
     .. math::
@@ -81,7 +82,10 @@ def convex_regression_truth(X, a=1.0):
     return _f_a(np.linalg.norm(X, axis=1), a)
 
 
-def make_convex_regression(n_samples, d=2, *, a=1.0, b=None, noise=0.1, random_state=None):
+def make_convex_regression(n_samples: int, d: int = 2, *, a: float = 1.0,
+                           b: float | None = None, noise: float = 0.1,
+                           random_state: RandomStateLike = None
+                           ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     r"""Noisy samples of a convex, not strictly convex function (PSD paper, eq. 30).
 
     .. math::

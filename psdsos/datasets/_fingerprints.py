@@ -9,10 +9,13 @@ paper's footnote 2: patches wrap around the borders).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import ndimage
 
-from psdsos._validation import check_random_state, check_scalar
+from psdsos._validation import RandomStateLike, check_random_state, check_scalar
 
 __all__ = ["make_fingerprints", "sobel_orientation"]
 
@@ -21,7 +24,7 @@ _SMOOTH7 = np.array([1.0, 6.0, 15.0, 20.0, 15.0, 6.0, 1.0]) / 64.0
 _DERIV7 = np.array([1.0, 4.0, 5.0, 0.0, -5.0, -4.0, -1.0]) / 32.0
 
 
-def sobel_orientation(images, smooth=2.0):
+def sobel_orientation(images: ArrayLike, smooth: float = 2.0) -> np.ndarray:
     r"""Ridge orientation of images from the 7 x 7 Sobel gradient (angles modulo pi).
 
     With :math:`(g_x, g_y)` the 7 x 7 Sobel gradient (binomial smoothing
@@ -74,8 +77,11 @@ def _orientation_field(rng, H, W, scale):
     return 0.5 * np.angle(g)
 
 
-def make_fingerprints(n_images, shape=(96, 128), *, period=8.0, field_scale=None,
-                      n_orientations=16, n_iter=4, random_state=None):
+def make_fingerprints(n_images: int, shape: tuple[int, int] = (96, 128), *,
+                      period: float = 8.0, field_scale: float | None = None,
+                      n_orientations: int = 16, n_iter: int = 4,
+                      random_state: RandomStateLike = None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Fingerprint-like images and their ridge orientations (localized paper, section 6.2).
 
     For each image: an orientation field :math:`\theta(u) = \tfrac12 \arg g(u)`, with g a
@@ -136,7 +142,7 @@ def make_fingerprints(n_images, shape=(96, 128), *, period=8.0, field_scale=None
     f0, s = 1.0 / period, period / 2.0
     phis = np.pi * np.arange(K) / K
     # Gabor transfer functions: ridges along phi have wave vector orthogonal to phi
-    bank = []
+    bank: Any = []
     for phi in phis:
         nx, ny = -np.sin(phi), np.cos(phi)
         kn = kx * nx + ky * ny

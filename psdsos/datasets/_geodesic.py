@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from psdsos._validation import check_random_state, check_scalar
+from psdsos._validation import RandomStateLike, check_random_state, check_scalar
 from psdsos.geometry import bures_wasserstein_geodesic, check_psd
 
 __all__ = ["bures_geodesic_endpoints", "make_bures_geodesic"]
@@ -32,7 +33,9 @@ def _random_endpoint(rng, d, rank_one):
     return 0.5 * (M + M.T)
 
 
-def bures_geodesic_endpoints(d=2, *, rank_one=False, random_state=None):
+def bures_geodesic_endpoints(d: int = 2, *, rank_one: bool = False,
+                             random_state: RandomStateLike = None
+                             ) -> tuple[np.ndarray, np.ndarray]:
     r"""Random endpoints for a Bures-Wasserstein geodesic.
 
     Each endpoint is
@@ -119,9 +122,10 @@ def _check_endpoints(endpoints):
     return A, B
 
 
-def make_bures_geodesic(
-    n_samples=12, d=2, *, rank_one=False, t=None, random_state=None, endpoints=None
-):
+def make_bures_geodesic(n_samples: int = 12, d: int = 2, *, rank_one: bool = False,
+                        t: ArrayLike | None = None, random_state: RandomStateLike = None,
+                        endpoints: tuple[ArrayLike, ArrayLike] | None = None
+                        ) -> tuple[np.ndarray, np.ndarray]:
     r"""PSD matrices sampled along a Bures-Wasserstein geodesic (PSD paper, section 3.3).
 
     .. math::

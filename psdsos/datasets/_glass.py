@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from importlib import resources
+from typing import Any
 
 import numpy as np
 
@@ -18,7 +19,7 @@ GLASS_CLASSES = (
 GLASS_FEATURES = ("RI", "Na", "Mg", "Al", "Si", "K", "Ca", "Ba", "Fe")
 
 
-def load_glass(return_X_y=False):
+def load_glass(return_X_y: bool = False) -> dict[str, Any] | tuple[np.ndarray, np.ndarray]:
     r"""The glass identification data (214 fragments, 9 features, 6 types of glass).
 
     The label-ranking data set "glass" of Cheng and Hullermeier, used in Tables 1-2 of

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numbers
 import os
+from typing import Any
 
 import numpy as np
 
-from psdsos._validation import check_saved_arrays, check_saved_meta
+from psdsos._validation import PathLike, check_saved_arrays, check_saved_meta
 from psdsos.kernels import KERNELS, Kernel, LinearKernel, get_kernel, scale_bandwidth
 from psdsos.sos import load_npz, save_npz
 
@@ -150,7 +151,7 @@ def validate_params(estimator):
         constraint.check(name, getattr(estimator, name), owner)
 
 
-_LOADABLE: dict[str, type] = {}
+_LOADABLE: dict[str, Any] = {}
 
 
 def register_loadable(cls):
@@ -159,7 +160,7 @@ def register_loadable(cls):
     return cls
 
 
-def load(path):
+def load(path: PathLike) -> Any:
     """Load a model saved with ``estimator.save(path)`` (.npz + JSON, no pickle).
 
     The file is checked before anything is built: its metadata against the estimator's

@@ -16,13 +16,14 @@ import warnings
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from scipy.spatial import Delaunay, QhullError, cKDTree
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from psdsos._config import row_chunks
-from psdsos._validation import scaled_mean_std, validate_data
+from psdsos._validation import FloatArray, PathLike, scaled_mean_std, validate_data
 from psdsos.estimators._base import (
     Bool,
     Interval,
@@ -358,8 +359,9 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
         "verbose": Verbose(),
     }
 
-    def __init__(self, *, tol=1e-6, max_rounds=50, solver="CLARABEL", concave=False,
-                 n_neighbors="auto", verbose=False):
+    def __init__(self, *, tol: float = 1e-6, max_rounds: int = 50, solver: str = "CLARABEL",
+                 concave: bool = False, n_neighbors: int | str = "auto",
+                 verbose: bool | int = False) -> None:
         self.tol = tol
         self.max_rounds = max_rounds
         self.solver = solver
@@ -457,7 +459,8 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
                 keys = np.union1d(keys, I[viol] * n + J[viol])
         return theta, Z, keys, rnd, vmax, "raise max_rounds"
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: ArrayLike, y: ArrayLike,
+            sample_weight: ArrayLike | None = None) -> PiecewiseLinearConvexRegressor:
         """Fit the CNLS estimator.
 
         Parameters
@@ -542,7 +545,7 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
         self.max_violation_ = float(vmax * y_scale)
         return self
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> FloatArray:
         """Evaluate the max-affine (min-affine if ``concave``) fitted function.
 
         Parameters
@@ -558,7 +561,7 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
         return _max_affine(X, self.theta_, self.zeta_, self.X_fit_, self.concave)
 
     # ---- persistence ------------------------------------------------------------------------
-    def save(self, path):
+    def save(self, path: PathLike) -> None:
         """Save the fitted model to ``path`` (.npz + JSON metadata; never pickle)."""
         check_is_fitted(self, "theta_")
         arrays = {"theta": self.theta_, "zeta": self.zeta_, "X_fit": self.X_fit_}

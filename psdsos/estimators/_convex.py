@@ -7,12 +7,16 @@ import numbers
 import warnings
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import qmc
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from psdsos._validation import (
+    FloatArray,
+    PathLike,
+    RandomStateLike,
     caller_stacklevel,
     check_array_2d,
     check_random_state,
@@ -36,7 +40,7 @@ from psdsos.estimators._dask import is_dask_array
 from psdsos.estimators._weights import check_sample_weight, first_unique_rows
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.features._features import _greedy_pivots
-from psdsos.kernels import get_kernel
+from psdsos.kernels import Kernel, get_kernel
 from psdsos.losses import get_loss
 from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_primal
 from psdsos.solvers._dual_convex import solve_dual_loss
@@ -345,11 +349,16 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         "quantile": Interval(numbers.Real, 0.0, 1.0, closed="neither", allow_none=True),
     }
 
-    def __init__(self, kernel="gaussian", sigma="scale", *, rho=1e-4, lam1=0.0, lam2=1e-3,
-                 solver="dual", primal_solver="SCS", representation="approx",
-                 constraint_points=None, n_landmarks=None, centers="auto", fit_intercept=True,
-                 concave=False, tol=1e-6, max_iter=20000, warm_start=False, random_state=None,
-                 verbose=False, loss="squared", delta=None, quantile=None):
+    def __init__(self, kernel: str | Kernel = "gaussian", sigma: float | str = "scale", *,
+                 rho: float = 1e-4, lam1: float = 0.0, lam2: float = 1e-3, solver: str = "dual",
+                 primal_solver: str = "SCS", representation: str = "approx",
+                 constraint_points: None | str | int | ArrayLike = None,
+                 n_landmarks: int | None = None, centers: str = "auto",
+                 fit_intercept: bool = True, concave: bool = False, tol: float = 1e-6,
+                 max_iter: int = 20000, warm_start: bool = False,
+                 random_state: RandomStateLike = None, verbose: bool | int = False,
+                 loss: str = "squared", delta: float | None = None,
+                 quantile: float | None = None) -> None:
         self.kernel = kernel
         self.sigma = sigma
         self.rho = rho
@@ -458,7 +467,8 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
             )
         return Z
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: ArrayLike, y: ArrayLike,
+            sample_weight: ArrayLike | None = None) -> ConvexRegressor:
         """Fit f to (X, y) under the sampled Hessian constraint.
 
         Parameters
@@ -875,7 +885,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         return self
 
     # ---- the fitted function ----------------------------------------------------------------
-    def _check_X(self, X):
+    def _check_X(self, X: ArrayLike) -> np.ndarray:
         check_is_fitted(self, "alpha_")
         return validate_data(self, X, reset=False, dtype=np.float64)
 
@@ -894,7 +904,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         return (kernel_u, (self.X_fit_ - off) / sx, (self.constraint_points_ - off) / sx,
                 self.alpha_ / sy, self.gamma_ / (sy * sx * sx), (X - off) / sx)
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> FloatArray:
         """f(x) = c + w^T x + sum_i alpha_i k(x, x_i) (negated when concave).
 
         With representation="exact", plus sum_j sum_pq gamma_j[p, q] d_pq k(z_j, x) (eq. 21).
@@ -907,7 +917,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         f = self.intercept_ + X @ self.coef_ + self.kernel_(X, self.X_fit_) @ self.alpha_
         return self._sign() * f
 
-    def gradient(self, X):
+    def gradient(self, X: ArrayLike) -> FloatArray:
         """Gradient of f, shape (m, n_features)."""
         X = self._check_X(X)
         args = self._exact_args(X)
@@ -918,7 +928,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
                                    self.alpha_)
         return self._sign() * g
 
-    def hessian(self, X):
+    def hessian(self, X: ArrayLike) -> FloatArray:
         """Hessian of f, shape (m, n_features, n_features)."""
         X = self._check_X(X)
         args = self._exact_args(X)
@@ -952,8 +962,8 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         return sobol_points(lo, hi, int(n_points),
                             random_state)
 
-    def convexity_deficit(self, X=None, *, n_points=DEFICIT_POINTS, random_state=0,
-                          relative=False):
+    def convexity_deficit(self, X: ArrayLike | None = None, *, n_points: int = DEFICIT_POINTS,
+                          random_state: int = 0, relative: bool = False) -> float:
         r"""Estimate :math:`\eta = \max(0, -\min_x \lambda_{\min}(\nabla^2 f(x)))` (Corollary 7).
 
         Over the rows of ``X`` or, by default, ``n_points`` scrambled Sobol points in the
@@ -994,7 +1004,8 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
                     CURVATURE_FLOOR * self.y_scale_ / self.x_scale_**2)
         return eta / kappa if kappa > 0 else 0.0
 
-    def curvature_scale(self, X=None, *, n_points=DEFICIT_POINTS, random_state=0):
+    def curvature_scale(self, X: ArrayLike | None = None, *, n_points: int = DEFICIT_POINTS,
+                        random_state: int = 0) -> float:
         r"""Mean spectral norm of the Hessian, :math:`\kappa = \operatorname{mean}_x
         \|\nabla^2 f(x)\|_2`.
 
@@ -1017,7 +1028,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         eig = np.linalg.eigvalsh(self.hessian(Xe))
         return float(np.mean(np.abs(eig).max(axis=1)))
 
-    def predict_convexified(self, X, eta=None):
+    def predict_convexified(self, X: ArrayLike, eta: float | None = None) -> FloatArray:
         """f(x) + eta/2 ||x||^2 (f - eta/2 ||x||^2 when concave); eta from convexity_deficit.
 
         Parameters
@@ -1035,7 +1046,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         return self.predict(X) + self._sign() * 0.5 * eta * np.sum(X * X, axis=1)
 
     # ---- persistence ------------------------------------------------------------------------
-    def save(self, path, *, metadata=None):
+    def save(self, path: PathLike, *, metadata: dict | None = None) -> None:
         """Save to ``path`` (.npz + JSON metadata; never pickle).
 
         ``metadata``: optional JSON-able dict stored alongside (e.g. column names); its keys

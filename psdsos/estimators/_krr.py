@@ -11,11 +11,12 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.utils.validation import check_is_fitted
 
-from psdsos._validation import validate_data
+from psdsos._validation import FloatArray, validate_data
 from psdsos.estimators._base import (
     KERNEL_OPTIONS,
     Bandwidth,
@@ -106,7 +107,8 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
         "fit_intercept": Bool(),
     }
 
-    def __init__(self, kernel="gaussian", sigma="scale", *, rho=1e-4, fit_intercept=True):
+    def __init__(self, kernel: str | Kernel = "gaussian", sigma: float | str = "scale", *,
+                 rho: float = 1e-4, fit_intercept: bool = True) -> None:
         self.kernel = kernel
         self.sigma = sigma
         self.rho = rho
@@ -116,7 +118,8 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
         """Input of ``estimator_``: X itself (Gaussian, sklearn's "rbf") or k(X, X_fit_)."""
         return X if self.estimator_.kernel == "rbf" else self.kernel_(X, self.X_fit_)
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: ArrayLike, y: ArrayLike,
+            sample_weight: ArrayLike | None = None) -> KernelRidgeRegressor:
         """Fit f to (X, y).
 
         Parameters
@@ -162,7 +165,7 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
         self.intercept_, self.coef_ = float(beta[0]), np.asarray(beta[1:], dtype=np.float64)
         return self
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> FloatArray:
         """f(x) = c + w^T x + sum_i alpha_i k(x, x_i), through ``estimator_.predict``."""
         check_is_fitted(self, "alpha_")
         X = validate_data(self, X, reset=False, dtype=np.float64)

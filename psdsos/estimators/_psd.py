@@ -6,11 +6,18 @@ import numbers
 import warnings
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from psdsos._validation import check_psd_targets, validate_data
+from psdsos._validation import (
+    FloatArray,
+    PathLike,
+    RandomStateLike,
+    check_psd_targets,
+    validate_data,
+)
 from psdsos.estimators._base import (
     KERNEL_OPTIONS,
     Bandwidth,
@@ -26,8 +33,16 @@ from psdsos.estimators._base import (
 )
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.features import ExactFeatures, NystromFeatures
+from psdsos.kernels import Kernel
 from psdsos.losses import LOSSES, Loss, SquaredLoss, get_loss
-from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_huber_irls, solve_primal
+from psdsos.solvers import (
+    PRIMAL_SOLVERS,
+    DualResult,
+    PrimalResult,
+    solve_dual,
+    solve_huber_irls,
+    solve_primal,
+)
 from psdsos.sos import PSDLeastSquares, PSDLossProblem, PSDModel, project_psd
 
 __all__ = ["PSDRegressor"]
@@ -182,10 +197,13 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         "huber_method": Options(["prox", "irls"]),
     }
 
-    def __init__(self, kernel="gaussian", sigma="scale", *, lam1=0.0, lam2=1e-3, solver="dual",
-                 primal_solver="SCS", n_landmarks=None, landmarks="uniform", tol=1e-7,
-                 max_iter=10000, warm_start=False, random_state=None, verbose=False,
-                 loss="squared", delta=None, huber_method="prox"):
+    def __init__(self, kernel: str | Kernel = "gaussian", sigma: float | str = "scale", *,
+                 lam1: float = 0.0, lam2: float = 1e-3, solver: str = "dual",
+                 primal_solver: str = "SCS", n_landmarks: int | None = None,
+                 landmarks: str = "uniform", tol: float = 1e-7, max_iter: int = 10000,
+                 warm_start: bool = False, random_state: RandomStateLike = None,
+                 verbose: bool | int = False, loss: str | Loss = "squared",
+                 delta: float | None = None, huber_method: str = "prox") -> None:
         self.kernel = kernel
         self.sigma = sigma
         self.lam1 = lam1
@@ -230,7 +248,8 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
                              f"object), got delta={self.delta!r}")
         return loss
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: ArrayLike, y: ArrayLike,
+            sample_weight: ArrayLike | None = None) -> PSDRegressor:
         r"""Fit the SoS model to PSD (or symmetric, noisy) targets.
 
         Parameters
@@ -283,6 +302,7 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
             )
         # sigma="scale" with weights: the bandwidth of the data set with rows repeated w_i times
         kernel = resolve_kernel(self.kernel, self.sigma, X, weights)
+        features: ExactFeatures | NystromFeatures
         if self.n_landmarks is None:
             if n > MAX_EXACT_SAMPLES:
                 raise ValueError(
@@ -309,6 +329,7 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         e = _target_exponent(M)
         plain = isinstance(loss, SquaredLoss) and weights is None
         scaled = loss.rescaled(np.ldexp(1.0, e)) if not plain else None
+        problem: PSDLeastSquares | PSDLossProblem
         if plain:
             p = 2
             problem = PSDLeastSquares(Phi, np.ldexp(M, -e), _scaled_lam1(self.lam1, e, Phi, d),
@@ -322,11 +343,12 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
             lam2_u = float(np.ldexp(self.lam2, e)) if p == 1 else float(self.lam2)
             problem = PSDLossProblem(Phi, np.ldexp(M, -e), lam1_u, lam2_u, loss_u, weights)
         ge = (p - 1) * e  # Gamma = 2^ge Gamma'
+        res: DualResult | PrimalResult
         if self.solver == "dual":
             init = None
-            if (self.warm_start and getattr(self, "dual_coef_", None) is not None
-                    and self.dual_coef_.shape == M.shape):
-                init = np.ldexp(self.dual_coef_, -ge)
+            previous = getattr(self, "dual_coef_", None)
+            if self.warm_start and previous is not None and previous.shape == M.shape:
+                init = np.ldexp(previous, -ge)
             if self.huber_method == "irls":
                 res = solve_huber_irls(problem, tol=self.tol, max_iter=self.max_iter, init=init,
                                        verbose=self.verbose)
@@ -358,7 +380,7 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         self._scalar_targets = scalar
         return self
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> FloatArray:
         """Predict PSD matrices F_B(x).
 
         Parameters
@@ -374,7 +396,8 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         F = self.model_(X)
         return F[:, 0, 0] if self._scalar_targets else F
 
-    def score(self, X, y, sample_weight=None):
+    def score(self, X: ArrayLike, y: ArrayLike,
+              sample_weight: ArrayLike | None = None) -> float:
         r"""Coefficient of determination over all matrix entries (higher is better).
 
         .. math::
@@ -418,7 +441,7 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         return tags
 
     # ---- persistence ------------------------------------------------------------------------
-    def save(self, path):
+    def save(self, path: PathLike) -> None:
         """Save the fitted model to ``path`` (.npz + JSON metadata; never pickle)."""
         check_is_fitted(self, "model_")
         est = self

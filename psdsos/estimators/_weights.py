@@ -17,12 +17,14 @@ Conventions (:class:`psdsos.ConvexRegressor`, :class:`psdsos.PiecewiseLinearConv
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.utils.validation import _check_sample_weight
 
 __all__ = ["check_sample_weight", "first_unique_rows"]
 
 
-def check_sample_weight(sample_weight, X, y, *, min_positive=1):
+def check_sample_weight(sample_weight: ArrayLike | None, X: np.ndarray, y: np.ndarray, *,
+                        min_positive: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Validate ``sample_weight`` (scikit-learn's ``_check_sample_weight``: shape (n,),
     finite, >= 0) and drop the rows of weight 0; at least ``min_positive`` rows must keep a
     positive weight.

@@ -7,11 +7,21 @@ model of dimension d uses the block features Psi(x) = phi(x) kron I_d in R^{r d 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
 import numpy as np
 import scipy.linalg as sla
+from numpy.typing import ArrayLike
 
-from psdsos._validation import check_array_2d, check_choice, check_random_state, check_scalar
-from psdsos.kernels import get_kernel
+from psdsos._validation import (
+    RandomStateLike,
+    check_array_2d,
+    check_choice,
+    check_random_state,
+    check_scalar,
+)
+from psdsos.kernels import Kernel, get_kernel
 
 __all__ = ["ExactFeatures", "NystromFeatures", "cholesky_with_jitter"]
 
@@ -21,7 +31,8 @@ _JITTER_START = 10.0 * np.finfo(np.float64).eps
 _JITTER_MAX = 1e-2
 
 
-def cholesky_with_jitter(K, *, jitter="auto", name="K"):
+def cholesky_with_jitter(K: ArrayLike, *, jitter: str | float = "auto",
+                         name: str = "K") -> tuple[np.ndarray, float]:
     """Upper Cholesky factor R (R^T R = K + eps I) with an adaptive jitter eps.
 
     Parameters
@@ -80,20 +91,31 @@ def cholesky_with_jitter(K, *, jitter="auto", name="K"):
     )
 
 
+_FeaturesT = TypeVar("_FeaturesT", bound="_BaseFeatures")
+
+
 class _BaseFeatures:
     """Shared machinery: phi(x) = R^{-T} k(Z, x) for anchor points Z with K_ZZ = R^T R."""
+
+    kernel: str | Kernel
+    sigma: float
+    jitter: str | float
+    kernel_: Kernel
+    anchors_: np.ndarray
+    R_: np.ndarray
+    jitter_: float
 
     def _check_fitted(self):
         if not hasattr(self, "R_"):
             raise ValueError(f"{type(self).__name__} is not fitted; call fit(X) first")
 
     @property
-    def n_components(self):
+    def n_components(self) -> int:
         """Dimension r of phi(x)."""
         self._check_fitted()
         return self.R_.shape[0]
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> np.ndarray:
         """Features phi(x) = R^{-T} v(x), v(x)_i = k(x, z_i), one row per point.
 
         Parameters
@@ -119,7 +141,7 @@ class _BaseFeatures:
         self.anchors_ = Z
         self.R_, self.jitter_ = cholesky_with_jitter(self.kernel_(Z, Z), jitter=self.jitter)
 
-    def to_arrays(self):
+    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """Arrays and metadata that reproduce this fitted map (for .npz + JSON saving)."""
         self._check_fitted()
         meta = {
@@ -134,7 +156,8 @@ class _BaseFeatures:
     SAVED_ARRAYS = {"anchors": ("r", "p"), "R": ("r", "r")}
 
     @classmethod
-    def from_arrays(cls, arrays, meta):
+    def from_arrays(cls: type[_FeaturesT], arrays: Mapping[str, ArrayLike],
+                    meta: dict[str, Any]) -> _FeaturesT:
         """Inverse of :meth:`to_arrays` (ValueError naming a bad entry)."""
         R = np.asarray(arrays["R"], dtype=np.float64)
         if not np.all(np.diag(R) > 0):
@@ -186,12 +209,13 @@ class ExactFeatures(_BaseFeatures):
         Jitter actually used.
     """
 
-    def __init__(self, kernel="gaussian", sigma=1.0, *, jitter="auto"):
+    def __init__(self, kernel: str | Kernel = "gaussian", sigma: float = 1.0, *,
+                 jitter: str | float = "auto") -> None:
         self.kernel = kernel
         self.sigma = sigma
         self.jitter = jitter
 
-    def fit(self, X):
+    def fit(self, X: ArrayLike) -> ExactFeatures:
         """Factor the kernel matrix of ``X``."""
         X = check_array_2d(X, "X")
         self.kernel_ = get_kernel(self.kernel, self.sigma)
@@ -224,8 +248,9 @@ class NystromFeatures(_BaseFeatures):
     jitter : "auto" or float
     """
 
-    def __init__(self, kernel="gaussian", sigma=1.0, *, n_landmarks=50, landmarks="uniform",
-                 random_state=None, jitter="auto"):
+    def __init__(self, kernel: str | Kernel = "gaussian", sigma: float = 1.0, *,
+                 n_landmarks: int = 50, landmarks: str = "uniform",
+                 random_state: RandomStateLike = None, jitter: str | float = "auto") -> None:
         self.kernel = kernel
         self.sigma = sigma
         self.n_landmarks = n_landmarks
@@ -233,7 +258,7 @@ class NystromFeatures(_BaseFeatures):
         self.random_state = random_state
         self.jitter = jitter
 
-    def fit(self, X):
+    def fit(self, X: ArrayLike) -> NystromFeatures:
         """Choose landmarks among the rows of ``X`` and factor their kernel matrix."""
         X = check_array_2d(X, "X")
         n = X.shape[0]

@@ -34,7 +34,10 @@ eq. (23) (Hessians of the kernel, approximate representation) and Appendix C.5, 
 
 from __future__ import annotations
 
+from typing import Any, Literal, overload
+
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.spatial.distance import cdist
 
 from psdsos._validation import check_array_2d, check_choice, check_scalar, scaled_mean_std
@@ -62,7 +65,7 @@ _SUM_BLOCK_ENTRIES = 1 << 21
 SIGMA_MIN, SIGMA_MAX = 1e-75, 1e75
 
 
-def check_sigma(sigma):
+def check_sigma(sigma: float) -> float:
     """Return ``sigma`` as a float in ``[SIGMA_MIN, SIGMA_MAX]`` or raise ValueError naming it.
 
     A bandwidth outside this range is not representable by the kernel's derivative formulas
@@ -78,7 +81,7 @@ def check_sigma(sigma):
     return sigma
 
 
-def _check_pair(X, Y):
+def _check_pair(X: ArrayLike, Y: ArrayLike | None) -> tuple[np.ndarray, np.ndarray]:
     """Validate ``X`` (n, p) and ``Y`` (m, p); ``Y=None`` means ``Y = X``."""
     X = check_array_2d(X, "X")
     if Y is None:
@@ -144,7 +147,7 @@ class Kernel:
     name: str = "kernel"
     differentiability: int = 0
 
-    def __init__(self, sigma=1.0):
+    def __init__(self, sigma: float = 1.0) -> None:
         if type(self) is Kernel:
             raise TypeError(
                 "Kernel is an abstract base class; use GaussianKernel, ExponentialKernel, "
@@ -201,7 +204,7 @@ class Kernel:
         return r / self.sigma, unit
 
     # ------------------------------------------------------------- public API
-    def __call__(self, X, Y=None):
+    def __call__(self, X: ArrayLike, Y: ArrayLike | None = None) -> np.ndarray:
         """Gram matrix :math:`K_{ij} = k(X_i, Y_j)`.
 
         .. math::
@@ -224,7 +227,7 @@ class Kernel:
         sq = cdist(X, Y, metric="sqeuclidean")
         return self._kappa_from_sq(sq / self.sigma**2)
 
-    def diag(self, X):
+    def diag(self, X: ArrayLike) -> np.ndarray:
         """Diagonal of the Gram matrix, :math:`k(x, x) = \\kappa(0) = 1`.
 
         .. math::
@@ -244,7 +247,7 @@ class Kernel:
         X = check_array_2d(X, "X")
         return np.ones(X.shape[0])
 
-    def gradient(self, X, Y=None):
+    def gradient(self, X: ArrayLike, Y: ArrayLike | None = None) -> np.ndarray:
         """Gradient of the kernel in its first argument.
 
         .. math::
@@ -272,7 +275,7 @@ class Kernel:
         rho, unit = self._geometry(X, Y)
         return (self._dkappa(rho) / self.sigma)[..., None] * unit
 
-    def hessian(self, X, Y=None):
+    def hessian(self, X: ArrayLike, Y: ArrayLike | None = None) -> np.ndarray:
         """Hessian of the kernel in its first argument (PSD paper, eq. (23)).
 
         .. math::
@@ -314,7 +317,7 @@ class Kernel:
         H[..., idx, idx] += a[..., None]
         return H / self.sigma**2
 
-    def hessian_sum(self, X, Y, weights):
+    def hessian_sum(self, X: ArrayLike, Y: ArrayLike, weights: ArrayLike) -> np.ndarray:
         """Weighted sum of kernel Hessians, without the (n, m, p, p) array of :meth:`hessian`.
 
         .. math::
@@ -369,7 +372,7 @@ class Kernel:
             S[sl] = 0.5 * (blk + blk.transpose(0, 2, 1))
         return S / self.sigma**2
 
-    def hessian_hessian(self, X, Y=None):
+    def hessian_hessian(self, X: ArrayLike, Y: ArrayLike | None = None) -> np.ndarray:
         """Fourth-order mixed derivatives, two in ``x`` and two in ``y``.
 
         .. math::
@@ -424,7 +427,7 @@ class Kernel:
         D += c2[..., None, None, None, None] * _s2_tensor(p)
         return D / self.sigma**4
 
-    def hessian_gradient(self, X, Y=None):
+    def hessian_gradient(self, X: ArrayLike, Y: ArrayLike | None = None) -> np.ndarray:
         """Third-order mixed derivatives, two in ``x`` and one in ``y``.
 
         .. math::
@@ -475,7 +478,7 @@ class Kernel:
         )
         return -T / self.sigma**3
 
-    def get_params(self, deep=True):
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
         """Parameters of the kernel, scikit-learn style.
 
         .. math::
@@ -758,20 +761,20 @@ class LinearKernel:
     #: Unused placeholder (the linear kernel has no bandwidth).
     sigma = 1.0
 
-    def __init__(self, sigma=None):
+    def __init__(self, sigma: float | None = None) -> None:
         pass
 
-    def __call__(self, X, Y=None):
+    def __call__(self, X: ArrayLike, Y: ArrayLike | None = None) -> np.ndarray:
         """Gram matrix :math:`K_{ij} = \\langle X_i, Y_j \\rangle`, shape (n, m)."""
         X, Y = _check_pair(X, Y)
         return X @ Y.T
 
-    def diag(self, X):
+    def diag(self, X: ArrayLike) -> np.ndarray:
         """:math:`k(x, x) = \\|x\\|^2` for each row, shape (n,)."""
         X = check_array_2d(X, "X")
         return np.einsum("ij,ij->i", X, X)
 
-    def get_params(self, deep=True):
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
         """No parameters: ``{}``."""
         return {}
 
@@ -794,7 +797,14 @@ KERNELS = {
 }
 
 
-def get_kernel(kernel, sigma=None):
+# "linear" is also a str: the first overload wins for it (mypy's documented overlap)
+@overload
+def get_kernel(kernel: Literal["linear"] | LinearKernel,  # type: ignore[overload-overlap]
+               sigma: float | None = None) -> LinearKernel: ...
+@overload
+def get_kernel(kernel: str | Kernel, sigma: float | None = None) -> Kernel: ...
+def get_kernel(kernel: str | Kernel | LinearKernel,
+               sigma: float | None = None) -> Kernel | LinearKernel:
     """Return a :class:`Kernel` from a name and a bandwidth, or a Kernel unchanged.
 
     .. math::
@@ -846,7 +856,7 @@ def get_kernel(kernel, sigma=None):
     return KERNELS[name](sigma=sigma)
 
 
-def scale_bandwidth(X, sample_weight=None):
+def scale_bandwidth(X: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
     """Bandwidth ``sigma="scale"`` from the inputs' spread, as scikit-learn's ``gamma="scale"``.
 
     scikit-learn's ``SVC(gamma="scale")`` uses :math:`\\gamma = 1 / (p \\operatorname{Var}(X))`

@@ -52,9 +52,11 @@ on its domain (0 for an indicator), equal to 1 / the strong-convexity modulus of
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import cvxpy as cp
 import numpy as np
+from numpy.typing import ArrayLike
 
 from psdsos._validation import check_scalar
 
@@ -130,7 +132,7 @@ class Loss:
     #: steps in a non-Euclidean metric (see psdsos.solvers.solve_dual)
     conjugate_is_quadratic_on_set = False
 
-    def _check(self, R, name="R"):
+    def _check(self, R: ArrayLike, name: str = "R") -> np.ndarray:
         R = np.asarray(R, dtype=np.float64)
         if self.scalar_only and R.ndim != 1:
             raise ValueError(f"{name} must have shape (n,) for the {self.name} loss (scalar "
@@ -139,31 +141,32 @@ class Loss:
             raise ValueError(f"{name} must have shape (n,) or (n, d, d), got shape {R.shape}")
         return R
 
-    def value(self, R):
+    def value(self, R: ArrayLike) -> np.ndarray:
         """Per-sample loss values l(R_i), shape (n,)."""
         raise NotImplementedError
 
-    def grad(self, R):
+    def grad(self, R: ArrayLike) -> np.ndarray:
         """Gradient of l at each R_i (a subgradient where not differentiable)."""
         raise NotImplementedError
 
-    def conjugate(self, S):
+    def conjugate(self, S: ArrayLike) -> np.ndarray:
         """Per-sample conjugate values l^*(S_i), shape (n,) (inf outside the domain)."""
         raise NotImplementedError
 
-    def conjugate_grad(self, S):
+    def conjugate_grad(self, S: ArrayLike) -> np.ndarray:
         """Gradient of l^* at each S_i (on the interior of its domain)."""
         raise NotImplementedError
 
-    def prox_conjugate(self, V, step):
+    def prox_conjugate(self, V: ArrayLike, step: float | ArrayLike) -> np.ndarray:
         r"""prox of ``step`` * l^* at each V_i; ``step`` scalar or per-sample, shape (n,)."""
         raise NotImplementedError
 
-    def lipschitz(self, d=1):
+    def lipschitz(self, d: int = 1) -> float:
         """Lipschitz constant of l in the Frobenius norm of d x d residuals."""
         return np.inf
 
-    def cvxpy_expr(self, residual, multiplicity=None):
+    def cvxpy_expr(self, residual: cp.Expression,
+                   multiplicity: ArrayLike | None = None) -> cp.Expression:
         """Per-sample losses (CVXPY expression of shape (n,)) of a residual expression.
 
         Parameters
@@ -176,11 +179,11 @@ class Loss:
         """
         raise NotImplementedError
 
-    def params(self):
+    def params(self) -> dict[str, Any]:
         """The loss's parameters (name and values), for saving and for messages."""
         return {"loss": self.name}
 
-    def rescaled(self, c):
+    def rescaled(self, c: float) -> tuple[Loss, int] | None:
         r"""(loss', p) with :math:`\ell(cR) = c^p\,\ell'(R)` for c > 0 (positive
         homogeneity up to a change of parameter), or None when unknown.  Estimators fit at
         a unit scale of the targets with it."""
@@ -199,26 +202,27 @@ class SquaredLoss(Loss):
     smoothness = 1.0
     conjugate_smoothness = 1.0
 
-    def value(self, R):
+    def value(self, R: ArrayLike) -> np.ndarray:
         return 0.5 * _sq_norms(self._check(R))
 
-    def grad(self, R):
+    def grad(self, R: ArrayLike) -> np.ndarray:
         return self._check(R).copy()
 
-    def conjugate(self, S):
+    def conjugate(self, S: ArrayLike) -> np.ndarray:
         return 0.5 * _sq_norms(self._check(S, "S"))
 
-    def conjugate_grad(self, S):
+    def conjugate_grad(self, S: ArrayLike) -> np.ndarray:
         return self._check(S, "S").copy()
 
-    def prox_conjugate(self, V, step):
+    def prox_conjugate(self, V: ArrayLike, step: float | ArrayLike) -> np.ndarray:
         V = self._check(V, "V")
         return V / (1.0 + _per_sample(step, V))
 
-    def rescaled(self, c):
+    def rescaled(self, c: float) -> tuple[Loss, int] | None:
         return self, 2
 
-    def cvxpy_expr(self, residual, multiplicity=None):
+    def cvxpy_expr(self, residual: cp.Expression,
+                   multiplicity: ArrayLike | None = None) -> cp.Expression:
         rows = _frob_rows(residual, multiplicity)
         if len(rows.shape) == 1:
             return 0.5 * cp.square(rows)
@@ -233,13 +237,13 @@ class _HuberBase(Loss):
     smoothness = 1.0
     conjugate_smoothness = 1.0
 
-    def __init__(self, delta):
+    def __init__(self, delta: float) -> None:
         self.delta = check_scalar(delta, "delta", lower=0.0, lower_inclusive=False)
 
-    def params(self):
+    def params(self) -> dict[str, Any]:
         return {"loss": self.name, "delta": self.delta}
 
-    def rescaled(self, c):
+    def rescaled(self, c: float) -> tuple[Loss, int] | None:
         """h_delta(c t) = c^2 h_{delta / c}(t)."""
         return type(self)(self.delta / c), 2
 
@@ -258,34 +262,35 @@ class HuberLoss(_HuberBase):
 
     name = "huber"
 
-    def value(self, R):
+    def value(self, R: ArrayLike) -> np.ndarray:
         s2 = _sq_norms(self._check(R))
         t, dl = np.sqrt(s2), self.delta
         # 0.5 |R|^2 computed as the squared loss does: bit-identical below delta
         return np.where(t <= dl, 0.5 * s2, dl * (t - 0.5 * dl))
 
-    def grad(self, R):
+    def grad(self, R: ArrayLike) -> np.ndarray:
         return _project_ball(self._check(R), self.delta)
 
-    def conjugate(self, S):
+    def conjugate(self, S: ArrayLike) -> np.ndarray:
         s2 = _sq_norms(self._check(S, "S"))
         # a relative slack of a few ulps: points projected onto the ball stay in the domain
         inside = np.sqrt(s2) <= self.delta * (1 + 4 * np.finfo(float).eps)
         return np.where(inside, 0.5 * s2, np.inf)
 
-    def conjugate_grad(self, S):
+    def conjugate_grad(self, S: ArrayLike) -> np.ndarray:
         return self._check(S, "S").copy()
 
-    def prox_conjugate(self, V, step):
+    def prox_conjugate(self, V: ArrayLike, step: float | ArrayLike) -> np.ndarray:
         # argmin step (|S|^2/2) + |S - V|^2/2 on the ball: radial, so the projection of the
         # unconstrained minimizer V / (1 + step)
         V = self._check(V, "V")
         return _project_ball(V / (1.0 + _per_sample(step, V)), self.delta)
 
-    def lipschitz(self, d=1):
+    def lipschitz(self, d: int = 1) -> float:
         return self.delta
 
-    def cvxpy_expr(self, residual, multiplicity=None):
+    def cvxpy_expr(self, residual: cp.Expression,
+                   multiplicity: ArrayLike | None = None) -> cp.Expression:
         rows = _frob_rows(residual, multiplicity)
         t = cp.abs(rows) if len(rows.shape) == 1 else cp.norm(rows, 2, axis=1)
         # cp.huber(t, M) = t^2 for |t| <= M, 2 M |t| - M^2 beyond: 2 h_M(t)
@@ -305,33 +310,34 @@ class EntrywiseHuberLoss(_HuberBase):
 
     name = "huber_entrywise"
 
-    def value(self, R):
+    def value(self, R: ArrayLike) -> np.ndarray:
         R = self._check(R)
         a, dl = np.abs(R), self.delta
         h = np.where(a <= dl, 0.5 * R * R, dl * (a - 0.5 * dl))
         return np.sum(h, axis=_sample_axes(R)) if R.ndim > 1 else h
 
-    def grad(self, R):
+    def grad(self, R: ArrayLike) -> np.ndarray:
         return np.clip(self._check(R), -self.delta, self.delta)
 
-    def conjugate(self, S):
+    def conjugate(self, S: ArrayLike) -> np.ndarray:
         S = self._check(S, "S")
         inside = np.abs(S) <= self.delta * (1 + 4 * np.finfo(float).eps)
         if S.ndim > 1:
             inside = np.all(inside, axis=_sample_axes(S))
         return np.where(inside, 0.5 * _sq_norms(S), np.inf)
 
-    def conjugate_grad(self, S):
+    def conjugate_grad(self, S: ArrayLike) -> np.ndarray:
         return self._check(S, "S").copy()
 
-    def prox_conjugate(self, V, step):
+    def prox_conjugate(self, V: ArrayLike, step: float | ArrayLike) -> np.ndarray:
         V = self._check(V, "V")
         return np.clip(V / (1.0 + _per_sample(step, V)), -self.delta, self.delta)
 
-    def lipschitz(self, d=1):
+    def lipschitz(self, d: int = 1) -> float:
         return self.delta * d
 
-    def cvxpy_expr(self, residual, multiplicity=None):
+    def cvxpy_expr(self, residual: cp.Expression,
+                   multiplicity: ArrayLike | None = None) -> cp.Expression:
         h = 0.5 * cp.huber(residual, self.delta)
         if len(residual.shape) == 1:
             return h
@@ -346,10 +352,10 @@ class AbsoluteLoss(Loss):
     name = "absolute"
     is_smooth = False
 
-    def value(self, R):
+    def value(self, R: ArrayLike) -> np.ndarray:
         return np.sqrt(_sq_norms(self._check(R)))
 
-    def grad(self, R):
+    def grad(self, R: ArrayLike) -> np.ndarray:
         """A subgradient: R / ||R||_F (0 at R = 0)."""
         return self._unit(self._check(R))
 
@@ -360,23 +366,24 @@ class AbsoluteLoss(Loss):
             inv = np.where(nrm > 0, 1.0 / np.where(nrm > 0, nrm, 1.0), 0.0)
         return R * _per_sample(inv, R)
 
-    def conjugate(self, S):
+    def conjugate(self, S: ArrayLike) -> np.ndarray:
         s = np.sqrt(_sq_norms(self._check(S, "S")))
         return np.where(s <= 1 + 4 * np.finfo(float).eps, 0.0, np.inf)
 
-    def conjugate_grad(self, S):
+    def conjugate_grad(self, S: ArrayLike) -> np.ndarray:
         return np.zeros_like(self._check(S, "S"))
 
-    def prox_conjugate(self, V, step):
+    def prox_conjugate(self, V: ArrayLike, step: float | ArrayLike) -> np.ndarray:
         return _project_ball(self._check(V, "V"), 1.0)
 
-    def rescaled(self, c):
+    def rescaled(self, c: float) -> tuple[Loss, int] | None:
         return self, 1
 
-    def lipschitz(self, d=1):
+    def lipschitz(self, d: int = 1) -> float:
         return 1.0
 
-    def cvxpy_expr(self, residual, multiplicity=None):
+    def cvxpy_expr(self, residual: cp.Expression,
+                   multiplicity: ArrayLike | None = None) -> cp.Expression:
         rows = _frob_rows(residual, multiplicity)
         return cp.abs(rows) if len(rows.shape) == 1 else cp.norm(rows, 2, axis=1)
 
@@ -387,11 +394,11 @@ class _LevelLoss(Loss):
 
     scalar_only = True
 
-    def __init__(self, quantile):
+    def __init__(self, quantile: float) -> None:
         self.quantile = check_scalar(quantile, "quantile", lower=0.0, upper=1.0,
                                      lower_inclusive=False, upper_inclusive=False)
 
-    def params(self):
+    def params(self) -> dict[str, Any]:
         return {"loss": self.name, "quantile": self.quantile}
 
 
@@ -411,35 +418,36 @@ class QuantileLoss(_LevelLoss):
     name = "quantile"
     is_smooth = False
 
-    def value(self, R):
+    def value(self, R: ArrayLike) -> np.ndarray:
         r, t = self._check(R), self.quantile
         return np.maximum(-t * r, (1 - t) * r)
 
-    def grad(self, R):
+    def grad(self, R: ArrayLike) -> np.ndarray:
         """A subgradient: 1 - tau for r > 0, -tau for r < 0 (and r = 0)."""
         r, t = self._check(R), self.quantile
         return np.where(r > 0, 1 - t, -t)
 
-    def conjugate(self, S):
+    def conjugate(self, S: ArrayLike) -> np.ndarray:
         s, t = self._check(S, "S"), self.quantile
         slack = 4 * np.finfo(float).eps
         inside = (s >= -t * (1 + slack)) & (s <= (1 - t) * (1 + slack))
         return np.where(inside, 0.0, np.inf)
 
-    def conjugate_grad(self, S):
+    def conjugate_grad(self, S: ArrayLike) -> np.ndarray:
         return np.zeros_like(self._check(S, "S"))
 
-    def prox_conjugate(self, V, step):
+    def prox_conjugate(self, V: ArrayLike, step: float | ArrayLike) -> np.ndarray:
         t = self.quantile
         return np.clip(self._check(V, "V"), -t, 1 - t)
 
-    def rescaled(self, c):
+    def rescaled(self, c: float) -> tuple[Loss, int] | None:
         return self, 1
 
-    def lipschitz(self, d=1):
+    def lipschitz(self, d: int = 1) -> float:
         return max(self.quantile, 1 - self.quantile)
 
-    def cvxpy_expr(self, residual, multiplicity=None):
+    def cvxpy_expr(self, residual: cp.Expression,
+                   multiplicity: ArrayLike | None = None) -> cp.Expression:
         t = self.quantile
         return cp.maximum(-t * residual, (1 - t) * residual)
 
@@ -461,7 +469,7 @@ class ExpectileLoss(_LevelLoss):
     name = "expectile"
     conjugate_is_smooth = True
 
-    def __init__(self, quantile):
+    def __init__(self, quantile: float) -> None:
         super().__init__(quantile)
         t = self.quantile
         self.smoothness = 2.0 * max(t, 1 - t)
@@ -471,32 +479,33 @@ class ExpectileLoss(_LevelLoss):
         t = self.quantile
         return np.where(x >= 0, 1 - t, t)
 
-    def value(self, R):
+    def value(self, R: ArrayLike) -> np.ndarray:
         r = self._check(R)
         return self._slopes(r) * r * r
 
-    def grad(self, R):
+    def grad(self, R: ArrayLike) -> np.ndarray:
         r = self._check(R)
         return 2.0 * self._slopes(r) * r
 
-    def conjugate(self, S):
+    def conjugate(self, S: ArrayLike) -> np.ndarray:
         s = self._check(S, "S")
         return s * s / (4.0 * self._slopes(s))
 
-    def conjugate_grad(self, S):
+    def conjugate_grad(self, S: ArrayLike) -> np.ndarray:
         s = self._check(S, "S")
         return s / (2.0 * self._slopes(s))
 
-    def prox_conjugate(self, V, step):
+    def prox_conjugate(self, V: ArrayLike, step: float | ArrayLike) -> np.ndarray:
         # argmin step s^2 / (4a) + (s - v)^2 / 2 with a the slope on the side of s, which is
         # the side of v: s = v / (1 + step / (2a))
         v = self._check(V, "V")
         return v / (1.0 + np.asarray(step, dtype=np.float64) / (2.0 * self._slopes(v)))
 
-    def rescaled(self, c):
+    def rescaled(self, c: float) -> tuple[Loss, int] | None:
         return self, 2
 
-    def cvxpy_expr(self, residual, multiplicity=None):
+    def cvxpy_expr(self, residual: cp.Expression,
+                   multiplicity: ArrayLike | None = None) -> cp.Expression:
         t = self.quantile
         return (1 - t) * cp.square(cp.pos(residual)) + t * cp.square(cp.neg(residual))
 
@@ -512,7 +521,8 @@ LOSSES = {
 }
 
 
-def get_loss(loss, delta=None, quantile=None):
+def get_loss(loss: str | Loss, delta: float | None = None,
+             quantile: float | None = None) -> Loss:
     """Resolve a loss name (or a :class:`Loss` object) to a Loss object.
 
     Parameters
@@ -596,7 +606,8 @@ class EmpiricalLoss:
         Positive weights (None: all equal).
     """
 
-    def __init__(self, loss, targets, sample_weight=None):
+    def __init__(self, loss: Loss, targets: ArrayLike,
+                 sample_weight: ArrayLike | None = None) -> None:
         self.loss = loss
         self.M = np.asarray(targets, dtype=np.float64)
         n = self.M.shape[0]
@@ -613,40 +624,41 @@ class EmpiricalLoss:
     def _cb(self, X):
         return _per_sample(self.c, X)
 
-    def value(self, F):
+    def value(self, F: ArrayLike) -> float:
         """L(F) = sum_i c_i l(F_i - M_i)."""
         return float(self.c @ self.loss.value(np.asarray(F) - self.M))
 
-    def grad(self, F):
+    def grad(self, F: ArrayLike) -> np.ndarray:
         """c_i grad l(F_i - M_i): the optimal dual variable at the optimal F."""
         return self._cb(self.M) * self.loss.grad(np.asarray(F) - self.M)
 
-    def conjugate(self, G):
+    def conjugate(self, G: ArrayLike) -> float:
         r"""L^*(G) = sum_i <G_i, M_i> + c_i l^*(G_i / c_i) (inf outside the domain)."""
         G = np.asarray(G, dtype=np.float64)
         lin = float(np.vdot(G, self.M))
         return lin + float(self.c @ self.loss.conjugate(G / self._cb(G)))
 
-    def conjugate_grad(self, G):
+    def conjugate_grad(self, G: ArrayLike) -> np.ndarray:
         """M_i + grad l^*(G_i / c_i)."""
         G = np.asarray(G, dtype=np.float64)
         return self.M + self.loss.conjugate_grad(G / self._cb(G))
 
-    def prox_conjugate(self, V, step):
+    def prox_conjugate(self, V: ArrayLike, step: float) -> np.ndarray:
         r"""prox of ``step`` * L^* at V (shape of the targets)."""
         V = np.asarray(V, dtype=np.float64)
         cb = self._cb(V)
         return cb * self.loss.prox_conjugate((V - step * self.M) / cb, step / self.c)
 
-    def conjugate_smoothness(self):
+    def conjugate_smoothness(self) -> float:
         """Lipschitz constant of grad L^* on its domain: max_i conjugate_smoothness / c_i."""
         return float(self.loss.conjugate_smoothness / self.c.min())
 
-    def conjugate_strong_convexity(self):
+    def conjugate_strong_convexity(self) -> float:
         """Strong convexity of L^*: min_i 1 / (smoothness c_i) (0 for a non-smooth loss)."""
         s = self.loss.smoothness
         return 0.0 if not np.isfinite(s) else float(1.0 / (s * self.c.max()))
 
-    def cvxpy_expr(self, residual, multiplicity=None):
+    def cvxpy_expr(self, residual: cp.Expression,
+                   multiplicity: ArrayLike | None = None) -> cp.Expression:
         """sum_i c_i l(residual_i) as a CVXPY expression (see :meth:`Loss.cvxpy_expr`)."""
         return self.c @ self.loss.cvxpy_expr(residual, multiplicity)

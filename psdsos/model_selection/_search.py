@@ -29,10 +29,13 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from joblib import Parallel, delayed, parallel_config
+from numpy.typing import ArrayLike
 from sklearn.base import clone, is_regressor
 from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
 from sklearn.model_selection import KFold, LeaveOneOut, ParameterGrid
@@ -58,7 +61,7 @@ PAPER_PSD_INPUT_SCALE = float(np.sqrt(1.0 / 24.0))
 PAPER_CONVEX_INPUT_SCALE = float(2.0 * np.pi * np.sqrt(1.0 / 3.0))
 
 
-def relative_sigmas(factors, X):
+def relative_sigmas(factors: Iterable[float], X: ArrayLike) -> list[float]:
     r"""Bandwidths as multiples of the data's scale: ``[c * scale_bandwidth(X) for c in factors]``.
 
     .. math::
@@ -88,7 +91,7 @@ def relative_sigmas(factors, X):
     [707.107, 70.711]
     """
     scale = scale_bandwidth(X)
-    out = []
+    out: list[float] = []
     for c in factors:
         if (isinstance(c, bool) or not isinstance(c, numbers.Real) or not np.isfinite(c)
                 or c <= 0):
@@ -97,7 +100,7 @@ def relative_sigmas(factors, X):
     return out
 
 
-def paper_grid_convex(X=None):
+def paper_grid_convex(X: ArrayLike | None = None) -> dict[str, list[float]]:
     r"""The convex-regression grid of the PSD paper, Appendix D.2 (Figures 3 and 4).
 
     .. math::
@@ -135,7 +138,9 @@ def paper_grid_convex(X=None):
             "sigma": sigmas}
 
 
-def paper_grid_psd(X=None, *, primal_below=None, primal_solver="CLARABEL", primal_tol=1e-9):
+def paper_grid_psd(X: ArrayLike | None = None, *, primal_below: float | None = None,
+                   primal_solver: str = "CLARABEL", primal_tol: float = 1e-9
+                   ) -> dict[str, list[float]] | list[dict[str, list]]:
     r"""The hyperparameter grid of the PSD paper, Appendix D.1 (Figures 1 and 6).
 
     .. math::
@@ -211,7 +216,8 @@ def paper_grid_psd(X=None, *, primal_below=None, primal_solver="CLARABEL", prima
     return parts
 
 
-def neg_mse_scorer(estimator, X, M, sample_weight=None):
+def neg_mse_scorer(estimator: Any, X: ArrayLike, M: ArrayLike,
+                   sample_weight: ArrayLike | None = None) -> float:
     r"""Negated mean squared Frobenius error, a scorer for 3-D targets.
 
     .. math::
@@ -565,10 +571,13 @@ class _Progress:
         self.stream.flush()
 
 
-def grid_search_cv(estimator, X, M, param_grid, *, cv="loo", scoring=None, n_jobs=None,
-                   warm_start=True, verbose=False, backend=None, refit=True,
-                   cv_params=None, error_score=np.nan, path_params=PATH_PARAMS,
-                   sample_weight=None):
+def grid_search_cv(estimator: Any, X: ArrayLike, M: ArrayLike,
+                   param_grid: dict[str, Sequence] | Sequence[dict[str, Sequence]], *,
+                   cv: str | int | Any = "loo", scoring: str | Callable | None = None,
+                   n_jobs: int | None = None, warm_start: bool = True, verbose: bool = False,
+                   backend: Any = None, refit: bool = True, cv_params: dict | None = None,
+                   error_score: str | float = np.nan, path_params: Sequence[str] = PATH_PARAMS,
+                   sample_weight: ArrayLike | None = None) -> SearchResult:
     r"""Exhaustive grid search with cross-validation and warm starts along the path.
 
     For every candidate :math:`\theta` of ``param_grid`` and every split

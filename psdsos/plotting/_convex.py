@@ -16,15 +16,21 @@ the function only.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from psdsos.plotting._ellipses import _require_matplotlib
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["plot_convex_fit"]
 
 
-def _check_xy(X, y):
+def _check_xy(X: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     try:
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
@@ -52,8 +58,10 @@ def _grid_1d(lo, hi, m):
     return np.linspace(lo, hi, m)
 
 
-def plot_convex_fit(model, X, y, *, feature_names=None, target_name="y", title=None,
-                    n_grid=None, cmap="viridis", figsize=None):
+def plot_convex_fit(model: Any, X: ArrayLike, y: ArrayLike, *,
+                    feature_names: Sequence[str] | None = None, target_name: str = "y",
+                    title: str | None = None, n_grid: int | None = None, cmap: str = "viridis",
+                    figsize: tuple[float, float] | None = None) -> Figure:
     r"""Draw a fitted function of one or two features with its training data.
 
     Parameters

@@ -23,10 +23,17 @@ the functions only.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from psdsos._validation import check_psd_targets
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["plot_bures_comparison", "plot_psd_ellipses", "psd_ellipse_scale"]
 
@@ -84,7 +91,8 @@ def _check_positive(value, name, allow_none=False):
     return float(value)
 
 
-def psd_ellipse_scale(t, M, *, level=1.0, fill=0.45):
+def psd_ellipse_scale(t: ArrayLike, M: ArrayLike, *, level: float = 1.0,
+                      fill: float = 0.45) -> float:
     r"""Scale s such that the ellipses of ``M`` at times ``t`` do not overlap much.
 
     .. math::
@@ -117,8 +125,9 @@ def psd_ellipse_scale(t, M, *, level=1.0, fill=0.45):
     return fill * dt / rad if rad > 0 else 1.0
 
 
-def plot_psd_ellipses(ax, t, M, *, level=1.0, y=0.0, scale=None, color="C0", alpha=0.35,
-                      linewidth=1.0):
+def plot_psd_ellipses(ax: Axes, t: ArrayLike, M: ArrayLike, *, level: float = 1.0,
+                      y: float = 0.0, scale: float | None = None, color: Any = "C0",
+                      alpha: float = 0.35, linewidth: float = 1.0) -> list[Any]:
     r"""Draw 2x2 PSD matrices as ellipses centred at :math:`(t_i, y)` (Figures 1 and 6).
 
     Matrix :math:`\mathbf M_i` becomes
@@ -198,7 +207,7 @@ def plot_psd_ellipses(ax, t, M, *, level=1.0, y=0.0, scale=None, color="C0", alp
             segments.append([c - h, c + h])
         else:
             dots.append(c)
-    artists = []
+    artists: list[Any] = []
     if ellipses:
         pc = PatchCollection(ellipses, facecolor=color, edgecolor=color, alpha=None,
                              linewidth=linewidth)
@@ -224,9 +233,12 @@ def _with_alpha(color, alpha):
     return to_rgba(color, alpha)
 
 
-def plot_bures_comparison(t_train, M_train, t_model, M_model, t_true, M_true, *, level=1.0,
-                          scale=None, titles=("data", "PSD model", "true geodesic"),
-                          colors=("C0", "C1", "C2"), figsize=(9.0, 4.5)):
+def plot_bures_comparison(t_train: ArrayLike, M_train: ArrayLike, t_model: ArrayLike,
+                          M_model: ArrayLike, t_true: ArrayLike, M_true: ArrayLike, *,
+                          level: float = 1.0, scale: float | None = None,
+                          titles: Sequence[str] = ("data", "PSD model", "true geodesic"),
+                          colors: Sequence[Any] = ("C0", "C1", "C2"),
+                          figsize: tuple[float, float] = (9.0, 4.5)) -> Figure:
     r"""Three rows of ellipses: data, fitted model, truth (PSD paper, Figures 1 and 6).
 
     Parameters

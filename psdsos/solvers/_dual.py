@@ -59,6 +59,7 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -94,23 +95,23 @@ class DualProblem:
     #: requires the relative residual ||grad D|| / max(||grad q||, ||A(B)||) <= tol.
     coupled = False
 
-    def smooth(self, G):
+    def smooth(self, G: np.ndarray) -> tuple[float, np.ndarray]:
         """Return (q(G), grad q(G)) for G of shape (m, d, d)."""
         raise NotImplementedError
 
-    def smooth_value(self, G):
+    def smooth_value(self, G: np.ndarray) -> float:
         """q(G) alone (line search); defaults to ``smooth(G)[0]``."""
         return self.smooth(G)[0]
 
-    def smooth_lipschitz(self):
+    def smooth_lipschitz(self) -> float:
         """An upper bound on the Lipschitz constant of grad q."""
         raise NotImplementedError
 
-    def strong_convexity(self):
+    def strong_convexity(self) -> float:
         """Strong convexity modulus mu of q (0 if not strongly convex)."""
         return 0.0
 
-    def primal_objective(self, G, B, FB):
+    def primal_objective(self, G: np.ndarray, B: np.ndarray, FB: np.ndarray) -> float:
         """Primal objective at the primal point recovered from (G, B); FB = A(B)."""
         raise NotImplementedError
 
@@ -159,8 +160,10 @@ class DualResult:
     setup_time: float = 0.0
 
 
-def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
-               precondition=True, verbose=False, history=False):
+def solve_dual(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,
+               init: np.ndarray | None = None, step_size: float | None = None,
+               precondition: bool = True, verbose: bool | int = False,
+               history: bool = False) -> DualResult:
     r"""Minimize the negative-part dual :math:`D(\Gamma)` defined in the module docstring.
 
     Parameters
@@ -282,8 +285,8 @@ def solve_dual(problem, *, tol=1e-7, max_iter=10000, init=None, step_size=None,
 
     y = x
     t_fista = 1.0
-    hist = {"gap": [], "dual": [], "step": []} if history else None
-    best = None
+    hist: dict[str, list] | None = {"gap": [], "dual": [], "step": []} if history else None
+    best: Any = None
     message = ""
     converged = False
     n_iter = 0
@@ -418,8 +421,8 @@ def _solve_dual_prox(problem, *, tol, max_iter, init, step_size, verbose, histor
 
     y = x
     t_fista = 1.0
-    hist = {"gap": [], "dual": [], "step": []} if history else None
-    best = None
+    hist: dict[str, list] | None = {"gap": [], "dual": [], "step": []} if history else None
+    best: Any = None
     message = ""
     converged = False
     n_iter = 0

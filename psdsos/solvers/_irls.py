@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import Any
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -36,8 +37,9 @@ from psdsos.sos import PSDLossProblem, sos_adjoint, sos_evaluate
 __all__ = ["solve_huber_irls"]
 
 
-def solve_huber_irls(problem, *, tol=1e-7, max_iter=10000, init=None, verbose=False,
-                     max_outer=200):
+def solve_huber_irls(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,
+                     init: np.ndarray | None = None, verbose: bool | int = False,
+                     max_outer: int = 200) -> DualResult:
     """Minimize a Huber :class:`~psdsos.sos.PSDLossProblem` by reweighted least squares.
 
     Parameters
@@ -73,7 +75,7 @@ def solve_huber_irls(problem, *, tol=1e-7, max_iter=10000, init=None, verbose=Fa
         omega = np.where(gn >= delta * (1 - 1e-9), 0.5, 1.0)
     total, inner_tol = 0, max(1e-2 * tol, 1e-13)
     stall = 0
-    best = None
+    best: Any = None
     converged = False
     message = ""
     for outer in range(1, max_outer + 1):

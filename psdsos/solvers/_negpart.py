@@ -32,7 +32,7 @@ class NegativePart:
     MRRR decomposition asked for most of the pairs costs ~3x a full one, measured).
     """
 
-    def __init__(self, size):
+    def __init__(self, size: int) -> None:
         self.size = size
         self.n_neg = size // 2  # unknown at first: full decomposition
         self._prev = size // 2
@@ -52,7 +52,7 @@ class NegativePart:
             return "pos"
         return "full"
 
-    def __call__(self, S):
+    def __call__(self, S: np.ndarray) -> tuple[np.ndarray, float]:
         """Return (N, sq): N = [S]_- and ||[S]_-||_F^2."""
         try:
             return self._call(S, self._strategy())
@@ -84,7 +84,7 @@ class NegativePart:
         self._set_count(len(wn))
         return N, float(np.sum(wn**2))
 
-    def sq_norm(self, S):
+    def sq_norm(self, S: np.ndarray) -> float:
         """||[S]_-||_F^2 from eigenvalues only (no eigenvectors)."""
         try:
             return self._sq_norm(S, self._strategy())

@@ -63,7 +63,8 @@ class DualPreconditioner:
         Low-rank part of the Hessian of q (on vec(Gamma), C order).
     """
 
-    def __init__(self, Phi, d, lam2, mu=0.0, U=None):
+    def __init__(self, Phi: np.ndarray, d: int, lam2: float, mu: float | np.ndarray = 0.0,
+                 U: np.ndarray | None = None) -> None:
         m, r = Phi.shape
         self.m, self.d = m, int(d)
         self.Phi = Phi
@@ -99,12 +100,12 @@ class DualPreconditioner:
         else:
             self.U = None
 
-    def lambda_max_bound(self, lam2):
+    def lambda_max_bound(self, lam2: float) -> float:
         """An upper bound on the largest eigenvalue of P (of the larger P~ it applies)."""
         extra = 0.0 if self.U is None else float(np.sum(self.U * self.U))
         return self.s_max / lam2 + self.shift + extra
 
-    def hadamard_gram(self, G):
+    def hadamard_gram(self, G: np.ndarray) -> np.ndarray:
         """(K_Phi o K_Phi kron I) G = A(A^*(G)) for G of shape (m, d, d), exactly: from the
         stored eigendecomposition when it is complete (tail 0: O(m k d^2)), through the SoS
         maps otherwise (O(m r^2 d^2))."""
@@ -123,7 +124,7 @@ class DualPreconditioner:
             out += (H - self.V @ VH) / self.shift
         return out
 
-    def __call__(self, G):
+    def __call__(self, G: np.ndarray) -> np.ndarray:
         """P^{-1} G for G of shape (m, d, d) (symmetric in, symmetric out)."""
         m, d = self.m, self.d
         z = self._apply0(G.reshape(m, d * d)).reshape(-1)

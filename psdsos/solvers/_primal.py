@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import cvxpy as cp
 import numpy as np
@@ -43,8 +44,8 @@ def _solver_options(solver, tol, max_iter):
     }
 
 
-def solve_cvxpy(problem, *, solver="CLARABEL", tol=1e-8, max_iter=None, verbose=False,
-                **options):
+def solve_cvxpy(problem: cp.Problem, *, solver: str = "CLARABEL", tol: float = 1e-8,
+                max_iter: int | None = None, verbose: bool | int = False, **options: Any) -> float:
     """Solve a CVXPY problem with a named solver and check its status.
 
     Parameters
@@ -81,7 +82,7 @@ def solve_cvxpy(problem, *, solver="CLARABEL", tol=1e-8, max_iter=None, verbose=
     return value
 
 
-def check_status(problem, solver, *, stacklevel=2):
+def check_status(problem: cp.Problem, solver: str, *, stacklevel: int = 2) -> None:
     """Strict status handling after a solve: ``optimal_inaccurate`` warns
     (:class:`InaccurateSolutionWarning`), anything else not optimal raises
     :class:`SolverStatusError` naming the status and the solver.  ``stacklevel`` counts
@@ -145,7 +146,7 @@ class PrimalResult:
     G: np.ndarray | None = None
 
 
-def dual_value(problem, G):
+def dual_value(problem: Any, G: np.ndarray) -> float:
     r"""The negative-part dual :math:`D(\Gamma) = q(\Gamma) + \frac{1}{2\lambda_2}
     \|[\mathcal A^*\Gamma + \lambda_1 I]_-\|_F^2` of an SoS problem (the function
     :func:`psdsos.solvers.solve_dual` minimizes), from the problem's ``smooth``.
@@ -178,7 +179,8 @@ def dual_value(problem, G):
     return q + neg_sq
 
 
-def certify(problem, B, objective, extras, params=None):
+def certify(problem: Any, B: np.ndarray, objective: float, extras: dict[str, Any],
+            params: dict[str, Any] | None = None) -> tuple[float, float, float, np.ndarray | None]:
     """(dual_gap, residual, -D(Gamma), Gamma) at a primal point; see :class:`PrimalResult`."""
     G, D = None, float("nan")
     cert = getattr(problem, "certifier", lambda: problem)()
@@ -198,7 +200,8 @@ def certify(problem, B, objective, extras, params=None):
     return gap, residual, -D, G
 
 
-def solve_primal(problem, *, solver="CLARABEL", tol=1e-8, max_iter=None, verbose=False):
+def solve_primal(problem: Any, *, solver: str = "CLARABEL", tol: float = 1e-8,
+                 max_iter: int | None = None, verbose: bool | int = False) -> PrimalResult:
     """Solve an SoS problem in the primal through its ``cvxpy_problem()`` form, and certify
     the answer.
 
@@ -239,7 +242,7 @@ def solve_primal(problem, *, solver="CLARABEL", tol=1e-8, max_iter=None, verbose
     # objective (measured with Clarabel), and a much tighter tolerance can end in
     # numerical trouble.  Re-solve at tol / 10, then tol / 1000, while the certificate falls
     # short; keep the best certified point, and warn if even that falls short.
-    best = None
+    best: Any = None
     # coefficients mapped back from well-conditioned coordinates carry rounding of the
     # order of the problem's rounding_floor (ill-conditioned kernel matrices)
     floor = float(getattr(problem, "rounding_floor", lambda: 0.0)())
@@ -288,11 +291,11 @@ def solve_primal(problem, *, solver="CLARABEL", tol=1e-8, max_iter=None, verbose
         if not bad:
             break
     _, B, objective, extras, (gap, residual, dual_obj, G), status, n_iter, bad = best
-    bad = " and ".join(bad)
-    if bad:
+    failed = " and ".join(bad)
+    if failed:
         other = ", use primal_solver='CLARABEL' (interior point)" if solver == "SCS" else ""
         warnings.warn(
-            f"primal solve with {solver} is not certified to tol={tol:g}: {bad} at the "
+            f"primal solve with {solver} is not certified to tol={tol:g}: {failed} at the "
             f"returned point. Increase max_iter or tol{other}, or use solver='dual' "
             "(certified by its duality gap)",
             InaccurateSolutionWarning,

@@ -21,9 +21,12 @@ problem solved here is eq. (37) itself, not an approximation of it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import scipy.linalg as sla
 
+from psdsos.kernels import Kernel
 from psdsos.sos._maps import sos_evaluate
 from psdsos.sos._objectives import (
     _IsometricPrimal,
@@ -35,6 +38,9 @@ from psdsos.sos._objectives import (
     quadratic_form,
     row_scales,
 )
+
+if TYPE_CHECKING:
+    import cvxpy as cp
 
 __all__ = [
     "ConvexRegressionExactProblem",
@@ -64,7 +70,8 @@ def _check_coefs(X_fit, Z, alpha, gamma):
     return alpha, 0.5 * (gamma + gamma.transpose(0, 2, 1))
 
 
-def exact_value(kernel, X_fit, Z, alpha, gamma, X):
+def exact_value(kernel: Kernel, X_fit: np.ndarray, Z: np.ndarray, alpha: np.ndarray,
+                gamma: np.ndarray, X: np.ndarray) -> np.ndarray:
     r"""Values of the RKHS part of an exact-representation function (eq. 21).
 
     .. math::
@@ -100,7 +107,8 @@ def exact_value(kernel, X_fit, Z, alpha, gamma, X):
     return out
 
 
-def exact_gradient(kernel, X_fit, Z, alpha, gamma, X):
+def exact_gradient(kernel: Kernel, X_fit: np.ndarray, Z: np.ndarray, alpha: np.ndarray,
+                   gamma: np.ndarray, X: np.ndarray) -> np.ndarray:
     r"""Gradients of the RKHS part of an exact-representation function, shape (s, d).
 
     .. math::
@@ -121,7 +129,8 @@ def exact_gradient(kernel, X_fit, Z, alpha, gamma, X):
     return out
 
 
-def exact_hessian(kernel, X_fit, Z, alpha, gamma, X):
+def exact_hessian(kernel: Kernel, X_fit: np.ndarray, Z: np.ndarray, alpha: np.ndarray,
+                  gamma: np.ndarray, X: np.ndarray) -> np.ndarray:
     r"""Hessians of the RKHS part of an exact-representation function, shape (s, d, d).
 
     .. math::
@@ -258,8 +267,9 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
 
     coupled = True
 
-    def __init__(self, kernel, X, Z, Phi, y, E, rho, lam1, lam2, *, jitter="auto",
-                 sample_weight=None):
+    def __init__(self, kernel: Kernel, X: np.ndarray, Z: np.ndarray, Phi: np.ndarray,
+                 y: np.ndarray, E: np.ndarray | None, rho: float, lam1: float, lam2: float, *,
+                 jitter: str | float = "auto", sample_weight: np.ndarray | None = None) -> None:
         from psdsos.features import cholesky_with_jitter
 
         if getattr(kernel, "differentiability", 0) < 4:
@@ -304,12 +314,12 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
         self.K, self.C, self.D = K, C, 0.5 * (D + D.T)
         self.G = 0.5 * (G + G.T)
         self.R, self.jitter_ = cholesky_with_jitter(self.G, jitter=jitter, name="G")
-        self._cvx = None
+        self._cvx: Any = None
         self._dual_ready = False
         self._last = (None, None)
 
     # ---- coefficient bookkeeping ----------------------------------------------------------
-    def split(self, theta):
+    def split(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(alpha (n,), gamma (m, d, d) symmetric) from theta = (alpha, packed coefficients)."""
         theta = np.asarray(theta, dtype=np.float64)
         n, m, d = self.n, self.m, self.d
@@ -319,7 +329,7 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
         gamma[:, self.ju, self.iu] = c
         return theta[:n].copy(), gamma
 
-    def join(self, alpha, gamma):
+    def join(self, alpha: np.ndarray, gamma: np.ndarray) -> np.ndarray:
         """theta = (alpha, w * packed gamma), the inverse of :meth:`split`."""
         gamma = np.asarray(gamma, dtype=np.float64)
         gamma = 0.5 * (gamma + gamma.transpose(0, 2, 1))
@@ -346,27 +356,28 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
         return np.linalg.lstsq(self._rows(self.E), self._rows(self.y - fX), rcond=None)[0]
 
     # ---- primal ---------------------------------------------------------------------------
-    def values(self, alpha, gamma):
+    def values(self, alpha: np.ndarray, gamma: np.ndarray) -> np.ndarray:
         """f(x_i) of the RKHS part at the training points, (n,)."""
         return self.G[: self.n] @ self.join(alpha, gamma)
 
-    def hessians(self, alpha, gamma):
+    def hessians(self, alpha: np.ndarray, gamma: np.ndarray) -> np.ndarray:
         """Hessians of f at the constraint points, (m, d, d): the left side of eq. (37)."""
         return self._unpack(self.G[self.n:] @ self.join(alpha, gamma))
 
-    def _spectral(self):
+    def _spectral(self) -> tuple[np.ndarray, np.ndarray]:
         """(V, w): G = V diag(w) V^T, w clipped at 0 (cached)."""
         if getattr(self, "_eig", None) is None:
             w, V = np.linalg.eigh(self.G)
             self._eig = (V, np.maximum(w, 0.0))
         return self._eig
 
-    def rkhs_norm_sq(self, alpha, gamma):
+    def rkhs_norm_sq(self, alpha: np.ndarray, gamma: np.ndarray) -> float:
         r""":math:`\|f\|^2 = \theta^T\mathbf G\theta` with the exact Gram matrix (no jitter),
         in extended precision (``quadratic_form``)."""
         return quadratic_form(self.G, self.join(alpha, gamma))
 
-    def objective(self, alpha, gamma, beta, B):
+    def objective(self, alpha: np.ndarray, gamma: np.ndarray, beta: np.ndarray,
+                  B: np.ndarray) -> float:
         """Primal objective of eq. (37) (constraints not checked: see constraint_residual)."""
         f = self.values(alpha, gamma)
         if self.E is not None:
@@ -375,7 +386,8 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
         reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.sum(B * B))
         return float(r @ r) / self.n + self.rho * self.rkhs_norm_sq(alpha, gamma) + reg
 
-    def constraint_residual(self, alpha, gamma, B, floor=0.0):
+    def constraint_residual(self, alpha: np.ndarray, gamma: np.ndarray, B: np.ndarray,
+                            floor: float = 0.0) -> float:
         """Relative violation ||H(f) - A(B)||_F / max(||H(f)||_F, ||A(B)||_F, floor) of
         eq. (37)."""
         H = self.hessians(alpha, gamma)
@@ -383,19 +395,20 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
         den = max(float(np.linalg.norm(H)), float(np.linalg.norm(F)), floor, 1e-300)
         return float(np.linalg.norm(H - F)) / den
 
-    def evaluate_primal(self, B, params):
+    def evaluate_primal(self, B: np.ndarray,
+                        params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
         """Objective (numpy) and the coefficients (alpha, gamma, beta) after a CVXPY solve."""
         theta, beta = coefficients(params)
         alpha, gamma = self.split(theta)
         return self.objective(alpha, gamma, beta, B), {"alpha": alpha, "gamma": gamma,
                                                         "beta": beta}
 
-    def primal_residual(self, B, extras, floor=0.0):
+    def primal_residual(self, B: np.ndarray, extras: dict[str, Any], floor: float = 0.0) -> float:
         """Relative Hessian-constraint residual at a primal point (see constraint_residual),
         the denominator floored at ``floor``."""
         return self.constraint_residual(extras["alpha"], extras["gamma"], B, floor=floor)
 
-    def cvxpy_problem(self):
+    def cvxpy_problem(self) -> tuple[cp.Problem, cp.Variable, dict[str, Any]]:
         r"""Primal QP + SDP of eq. (37) through the SoS primitive, built once.
 
         In the RKHS-isometric coordinates of the shared builder (``convex_regression_cvxpy``):
@@ -470,19 +483,19 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
         fh = float(a @ hX) + float(c @ (self.D @ c)) / (2 * self.rho)  # <f_G, h_G>
         return -self.yP2 + float(self.Uy @ (self.U.T @ fX)) / self.n + 0.5 * fh
 
-    def dual_floors(self):
+    def dual_floors(self) -> tuple[float, float]:
         """Absolute floors of the solver's relative gap and residual
         (:func:`psdsos.sos._objectives.dual_floors`)."""
         H0 = self.kernel.hessian(self.Z[:1], self.Z[:1])[0, 0]
         return dual_floors(self.y, self.E, float(np.linalg.norm(H0)), self.m)
 
-    def smooth(self, G):
+    def smooth(self, G: np.ndarray) -> tuple[float, np.ndarray]:
         """q(G) and its gradient, the Hessians of f_G at the constraint points (m, d, d)."""
         self._prepare_dual()
         c, a, hX, fX, Hp = self._point(G)
         return self._q(c, a, hX, fX), self._unpack(Hp)
 
-    def smooth_value(self, G):
+    def smooth_value(self, G: np.ndarray) -> float:
         """q(G) alone."""
         self._prepare_dual()
         c = (np.asarray(G)[:, self.iu, self.ju] * self.w).ravel()
@@ -491,7 +504,7 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
         fX = self.K @ a + hX / (2 * self.rho)
         return self._q(c, a, hX, fX)
 
-    def smooth_lipschitz(self):
+    def smooth_lipschitz(self) -> float:
         """lambda_max of the Hessian of q in the Frobenius geometry of Sym(R^d)^m."""
         self._prepare_dual()
         Q = self._packed_hessian()
@@ -499,7 +512,7 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
         Q = sw[:, None] * Q * sw[None, :]
         return float(np.linalg.eigvalsh(0.5 * (Q + Q.T))[-1]) * (1 + 1e-10) + 1e-300
 
-    def strong_convexity(self):
+    def strong_convexity(self) -> float:
         """0: q is not strongly convex in general."""
         return 0.0
 
@@ -510,7 +523,7 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
         Q = (self.D - S.T @ S) / (2 * self.rho)
         return 0.5 * (Q + Q.T)
 
-    def smooth_hessian_factor(self):
+    def smooth_hessian_factor(self) -> np.ndarray:
         """U with grad^2 q = U U^T on vec(Gamma) (symmetric directions), for the
         dual preconditioner: from the eigendecomposition of the packed Hessian, mapped
         through c = w * vech(Gamma)."""
@@ -525,14 +538,14 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
             Uf[:, b, a] = F[:, idx]
         return Uf.reshape(self.m * d * d, -1)
 
-    def recover(self, G):
+    def recover(self, G: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Primal (alpha, gamma, beta) from a dual point G (Proposition 17)."""
         self._prepare_dual()
         c, a, hX, fX, _ = self._point(G)
         alpha, gamma = self.split(np.concatenate([a, c / (2 * self.rho)]))
         return alpha, gamma, self._affine(fX)
 
-    def primal_objective(self, G, B, FB):
+    def primal_objective(self, G: np.ndarray, B: np.ndarray, FB: np.ndarray) -> float:
         """Objective of eq. (37) at (f_G, beta(f_G), B), with the exact Gram matrix."""
         self._prepare_dual()
         c, a, hX, fX, _ = self._point(G)

@@ -22,6 +22,8 @@ working-memory budget, :func:`psdsos.config_context`), and never form an m x m m
 
 from __future__ import annotations
 
+from typing import Literal, overload
+
 import numpy as np
 
 from psdsos._config import row_chunks
@@ -33,7 +35,7 @@ __all__ = ["sos_evaluate", "sos_adjoint", "sos_operator_norm_sq", "hadamard_squa
 DENSE_HADAMARD_MAX = 2000
 
 
-def sos_evaluate(Phi, B, d):
+def sos_evaluate(Phi: np.ndarray, B: np.ndarray, d: int) -> np.ndarray:
     """Evaluate Psi_j^T B Psi_j for every row phi_j of ``Phi``.
 
     Parameters
@@ -48,7 +50,7 @@ def sos_evaluate(Phi, B, d):
     """
     m, r = Phi.shape
     B4 = B.reshape(r, d, r, d).transpose(0, 2, 1, 3).reshape(r, r * d * d)
-    F = np.empty((m, d * d))
+    F: np.ndarray = np.empty((m, d * d))
     for sl in row_chunks(m, 16 * r * d * d):
         U = (Phi[sl] @ B4).reshape(-1, r, d * d)
         F[sl] = np.einsum("jb,jbk->jk", Phi[sl], U)
@@ -56,7 +58,7 @@ def sos_evaluate(Phi, B, d):
     return 0.5 * (F + F.transpose(0, 2, 1))
 
 
-def sos_adjoint(Phi, G):
+def sos_adjoint(Phi: np.ndarray, G: np.ndarray) -> np.ndarray:
     """Compute sum_j Psi_j G_j Psi_j^T.
 
     Parameters
@@ -79,7 +81,7 @@ def sos_adjoint(Phi, G):
     return 0.5 * (S + S.T)
 
 
-def sos_operator_norm_sq(Phi):
+def sos_operator_norm_sq(Phi: np.ndarray) -> float:
     r"""Squared operator norm of the evaluation map, :math:`\|\mathcal A\|^2` (or, for
     many rows, an upper bound, typically within 0.1%).
 
@@ -119,7 +121,17 @@ def _gram_eig(Phi):
     return lam[::-1], Q[:, ::-1]
 
 
-def hadamard_square_factor(Phi, *, tail_tol, max_rank=None, vectors=True):
+@overload
+def hadamard_square_factor(Phi: np.ndarray, *, tail_tol: float | tuple[str, float],
+                           max_rank: int | None = None, vectors: Literal[True] = True
+                           ) -> tuple[np.ndarray, np.ndarray, float]: ...
+@overload
+def hadamard_square_factor(Phi: np.ndarray, *, tail_tol: float | tuple[str, float],
+                           max_rank: int | None = None, vectors: Literal[False]
+                           ) -> tuple[None, np.ndarray, float]: ...
+def hadamard_square_factor(Phi: np.ndarray, *, tail_tol: float | tuple[str, float],
+                           max_rank: int | None = None, vectors: bool = True
+                           ) -> tuple[np.ndarray | None, np.ndarray, float]:
     r"""A low-rank part of :math:`\mathbf K_\Phi\circ\mathbf K_\Phi` and a bound on the rest,
     from r x r quantities and passes over the rows (no m x m or m x r^2 array).
 

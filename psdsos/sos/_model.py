@@ -6,22 +6,26 @@ import json
 import os
 import zipfile
 import zlib
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from psdsos._validation import check_array_2d, check_saved_arrays, check_saved_meta
+from psdsos._validation import PathLike, check_array_2d, check_saved_arrays, check_saved_meta
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.sos._maps import sos_evaluate
 
 __all__ = ["PSDModel", "project_psd"]
 
-_FEATURE_CLASSES = {"ExactFeatures": ExactFeatures, "NystromFeatures": NystromFeatures}
+_FEATURE_CLASSES: dict[str, type[ExactFeatures] | type[NystromFeatures]] = {
+    "ExactFeatures": ExactFeatures, "NystromFeatures": NystromFeatures}
 FORMAT_VERSION = 1
 #: Relative size of the asymmetry / negative eigenvalues of B treated as round-off.
 _ROUNDOFF = 1e-8
 
 
-def project_psd(B, floor=0.0):
+def project_psd(B: np.ndarray, floor: float = 0.0) -> np.ndarray:
     """Nearest matrix with eigenvalues >= ``floor`` (0: the PSD cone) in Frobenius norm:
     eigenvalue clipping of the symmetric part; batched over leading axes, symmetrized."""
     B = 0.5 * (B + np.swapaxes(B, -1, -2))
@@ -52,7 +56,8 @@ class PSDModel:
     d : int
     """
 
-    def __init__(self, features, B, d, *, _from_file=False):
+    def __init__(self, features: ExactFeatures | NystromFeatures, B: np.ndarray, d: int, *,
+                 _from_file: bool = False) -> None:
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
             raise ValueError(f"d must be a positive integer, got {d!r}")
         r = features.n_components
@@ -81,7 +86,7 @@ class PSDModel:
         keep = w > 0
         self._C = U[:, keep] * np.sqrt(w[keep])
 
-    def __call__(self, X):
+    def __call__(self, X: ArrayLike) -> np.ndarray:
         """Evaluate F_B at each row of X: ndarray (m, d, d), symmetric PSD."""
         X = check_array_2d(X, "X", allow_1d=False)
         Phi = self.features.transform(X)
@@ -94,21 +99,21 @@ class PSDModel:
         F = np.einsum("jkp,jkq->jpq", V, V)
         return 0.5 * (F + F.transpose(0, 2, 1))
 
-    def evaluate_at_features(self, Phi):
+    def evaluate_at_features(self, Phi: ArrayLike) -> np.ndarray:
         """F_B at precomputed features (rows of Phi), via the SoS evaluation map."""
         return sos_evaluate(np.asarray(Phi, dtype=np.float64), self.B, self.d)
 
-    def min_eigenvalue(self, X):
+    def min_eigenvalue(self, X: ArrayLike) -> np.ndarray:
         """Smallest eigenvalue of F_B(x) for each row of X (>= 0 up to round-off)."""
         return np.linalg.eigvalsh(self(X))[:, 0]
 
     @property
-    def trace(self):
+    def trace(self) -> float:
         """Tr B (= Tr A of the operator, section 3.1.2)."""
         return float(np.trace(self.B))
 
     # ---- persistence: .npz + JSON metadata, never pickle ---------------------------------
-    def to_arrays(self):
+    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         arrays, fmeta = self.features.to_arrays()
         arrays = {f"features_{k}": v for k, v in arrays.items()}
         arrays["B"] = self.B
@@ -122,7 +127,9 @@ class PSDModel:
                                "jitter_": "real"}}
 
     @classmethod
-    def check_saved(cls, arrays, meta, *, source="the model file", symbols=None):
+    def check_saved(cls, arrays: Mapping[str, Any], meta: dict[str, Any], *,
+                    source: str = "the model file",
+                    symbols: dict[str, Any] | None = None) -> dict[str, int]:
         """Check a saved model's metadata and arrays (shapes against each other, finite).
 
         Arrays: ``features_anchors`` (r, p), ``features_R`` (r, r), ``B`` (r d, r d).
@@ -140,7 +147,8 @@ class PSDModel:
         return check_saved_arrays(arrays, spec, symbols=known, source=source)
 
     @classmethod
-    def saved_array_spec(cls, meta, *, source="the model file"):
+    def saved_array_spec(cls, meta: dict[str, Any], *,
+                         source: str = "the model file") -> tuple[dict[str, Any], dict[str, Any]]:
         """(array schema, known dimensions) of a saved model whose metadata is ``meta``."""
         fclass = meta["features"]["class"]
         if fclass not in _FEATURE_CLASSES:
@@ -157,7 +165,8 @@ class PSDModel:
         return spec, known
 
     @classmethod
-    def from_arrays(cls, arrays, meta, *, source="the model file"):
+    def from_arrays(cls, arrays: Mapping[str, Any], meta: dict[str, Any], *,
+                    source: str = "the model file") -> PSDModel:
         """Inverse of :meth:`to_arrays`, after :meth:`check_saved` (ValueError on bad input)."""
         cls.check_saved(arrays, meta, source=source)
         fmeta = meta["features"]
@@ -166,13 +175,13 @@ class PSDModel:
         features = fcls.from_arrays(farr, fmeta)
         return cls(features, arrays["B"], meta["d"], _from_file=True)
 
-    def save(self, path):
+    def save(self, path: PathLike) -> None:
         """Save to ``path`` (.npz with a JSON metadata entry); loadable without pickle."""
         arrays, meta = self.to_arrays()
         save_npz(path, arrays, {"type": "PSDModel", **meta})
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: PathLike) -> PSDModel:
         arrays, meta = load_npz(path)
         if meta.get("type") != "PSDModel":
             raise ValueError(f"{path} does not hold a PSDModel (type {meta.get('type')!r})")
@@ -196,7 +205,7 @@ def _check_recorded_shapes(path, arrays, shapes):
                              f"the file was written with shape {shape} (truncated or altered)")
 
 
-def save_npz(path, arrays, meta):
+def save_npz(path: PathLike, arrays: Mapping[str, Any], meta: dict[str, Any]) -> None:
     """Write arrays and JSON metadata to one .npz file (metadata as a uint8 array)."""
     arrays = {k: np.asarray(v) for k, v in arrays.items()}
     # the shape of every array is recorded: a truncated or altered array is caught at load
@@ -208,7 +217,7 @@ def save_npz(path, arrays, meta):
     np.savez(path, __meta__=payload, **arrays)
 
 
-def load_npz(path):
+def load_npz(path: PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Read a file written by :func:`save_npz` with ``allow_pickle=False``.
 
     Returns

@@ -11,9 +11,12 @@ Each problem object offers what the solvers ask for:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import cvxpy as cp
 import numpy as np
 
+from psdsos.kernels import Kernel
 from psdsos.sos._maps import sos_evaluate
 from psdsos.sos._primitive import SoSBlock
 
@@ -24,23 +27,33 @@ class _IsometricPrimal:
     """The certificate hooks shared by both convex-regression problems, whose primal is
     built by :func:`convex_regression_cvxpy` (``solve_primal`` calls them)."""
 
-    def dual_point(self, B, extras, params):
+    if TYPE_CHECKING:  # provided by the problems
+        m: int
+        d: int
+        rho: float
+        lam1: float
+        lam2: float
+
+        def cvxpy_problem(self) -> tuple[cp.Problem, cp.Variable, dict[str, Any]]: ...
+
+    def dual_point(self, B: np.ndarray, extras: dict[str, Any],
+                   params: dict[str, Any]) -> np.ndarray:
         """Gamma from the multipliers CVXPY returns for the Hessian constraints."""
         return coupling_dual(params, self.m, self.d)
 
-    def certifier(self):
+    def certifier(self) -> IsometricDual:
         """The dual certifying a primal answer (:func:`certifier_of_builder`)."""
         return certifier_of_builder(self)
 
-    def rounding_floor(self):
+    def rounding_floor(self) -> float:
         """See :func:`rounding_floor_of_builder`."""
         return rounding_floor_of_builder(self)
 
-    def program_objective(self, B):
+    def program_objective(self, B: np.ndarray) -> float:
         """See :func:`program_objective_of_builder`."""
         return program_objective_of_builder(self, B)
 
-    def wide_certifier(self):
+    def wide_certifier(self) -> IsometricDual | None:
         """:class:`IsometricDual` over every direction of the kernel matrix down to
         eigenvalues eps^2 w_max, or None when the program already keeps them all.
 
@@ -66,21 +79,30 @@ class _PSDPrimal:
     objective from the data term ``_data_term(F_B)`` plus the regularizer, and no
     constraint besides B PSD."""
 
-    def primal_objective(self, G, B, FB):
+    if TYPE_CHECKING:  # provided by the problems
+        Phi: np.ndarray
+        d: int
+        lam1: float
+        lam2: float
+
+        def _data_term(self, FB: np.ndarray) -> float: ...
+
+    def primal_objective(self, G: np.ndarray, B: np.ndarray, FB: np.ndarray) -> float:
         return self.objective(B, FB)
 
-    def objective(self, B, FB=None):
+    def objective(self, B: np.ndarray, FB: np.ndarray | None = None) -> float:
         """J(B); pass FB = A(B) if already computed."""
         if FB is None:
             FB = sos_evaluate(self.Phi, B, self.d)
         fit = self._data_term(FB)
         return fit + self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
 
-    def evaluate_primal(self, B, params):
+    def evaluate_primal(self, B: np.ndarray,
+                        params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
         """Objective (numpy) and extra primal variables after a CVXPY solve."""
         return self.objective(B), {}
 
-    def primal_residual(self, B, extras, floor=0.0):
+    def primal_residual(self, B: np.ndarray, extras: dict[str, Any], floor: float = 0.0) -> float:
         """0: the primal has no equality constraint besides B PSD."""
         return 0.0
 
@@ -117,26 +139,26 @@ class PSDLeastSquares(_PSDPrimal):
     lam1, lam2 : float
     """
 
-    def __init__(self, Phi, M, lam1, lam2):
+    def __init__(self, Phi: np.ndarray, M: np.ndarray, lam1: float, lam2: float) -> None:
         self.Phi = np.asarray(Phi, dtype=np.float64)
         self.M = np.asarray(M, dtype=np.float64)
         self.n, self.d = self.M.shape[0], self.M.shape[1]
         self.lam1 = float(lam1)
         self.lam2 = float(lam2)
-        self._cvx = None
+        self._cvx: Any = None
 
     # ---- dual pieces -------------------------------------------------------------------
-    def smooth(self, G):
+    def smooth(self, G: np.ndarray) -> tuple[float, np.ndarray]:
         """q(G) = <G, M> + n/2 ||G||^2 and its gradient M + n G."""
         return self.smooth_value(G), self.M + self.n * G
 
-    def smooth_value(self, G):
+    def smooth_value(self, G: np.ndarray) -> float:
         return float(np.vdot(G, self.M) + 0.5 * self.n * np.vdot(G, G))
 
-    def smooth_lipschitz(self):
+    def smooth_lipschitz(self) -> float:
         return float(self.n)
 
-    def strong_convexity(self):
+    def strong_convexity(self) -> float:
         return float(self.n)
 
     # ---- primal ------------------------------------------------------------------------
@@ -144,12 +166,13 @@ class PSDLeastSquares(_PSDPrimal):
         R = FB - self.M
         return 0.5 / self.n * float(np.vdot(R, R))
 
-    def dual_point(self, B, extras, params):
+    def dual_point(self, B: np.ndarray, extras: dict[str, Any],
+                   params: dict[str, Any]) -> np.ndarray:
         r"""The dual variable of eq. (12) at a primal point: :math:`\Gamma_i =
         (F_{\mathbf B}(x_i) - \mathbf M_i)/n`, optimal when B is (Theorem 3)."""
         return (sos_evaluate(self.Phi, B, self.d) - self.M) / self.n
 
-    def cvxpy_problem(self):
+    def cvxpy_problem(self) -> tuple[cp.Problem, cp.Variable, dict[str, Any]]:
         """The primal SDP, built once (Parameters: lam1, lam2, and the targets M).
 
         Returns
@@ -271,8 +294,10 @@ class ConvexRegressionProblem(_IsometricPrimal):
 
     coupled = True
 
-    def __init__(self, K, Hk, Phi, y, E, rho, lam1, lam2, *, jitter="auto",
-                 sample_weight=None, normalize_weights=True):
+    def __init__(self, K: np.ndarray, Hk: np.ndarray, Phi: np.ndarray, y: np.ndarray,
+                 E: np.ndarray | None, rho: float, lam1: float, lam2: float, *,
+                 jitter: str | float = "auto", sample_weight: np.ndarray | None = None,
+                 normalize_weights: bool = True) -> None:
         import scipy.linalg as sla
 
         from psdsos.features import cholesky_with_jitter
@@ -293,7 +318,7 @@ class ConvexRegressionProblem(_IsometricPrimal):
             self.Qe = np.linalg.qr(self._rows(self.E))[0]
         else:
             self.Qe = np.zeros((n, 0))
-        self._cvx = None
+        self._cvx: Any = None
         self._dual_ready = False
         self._last = (None, None)
         self._sla = sla
@@ -352,27 +377,27 @@ class ConvexRegressionProblem(_IsometricPrimal):
         return c, v
 
     # ---- dual pieces -------------------------------------------------------------------------
-    def smooth(self, G):
+    def smooth(self, G: np.ndarray) -> tuple[float, np.ndarray]:
         self._prepare_dual()
         c, v = self._v(G)
         grad = (self.GH.T @ v).reshape(self.m, self.d, self.d)
         return float(c @ v) - self.yP2, 0.5 * (grad + grad.transpose(0, 2, 1))
 
-    def smooth_value(self, G):
+    def smooth_value(self, G: np.ndarray) -> float:
         self._prepare_dual()
         c = self.c0 + 0.5 * (self.GH @ G.reshape(-1))
         return float(c @ self._sla.cho_solve(self.W_chol, c)) - self.yP2
 
-    def smooth_lipschitz(self):
+    def smooth_lipschitz(self) -> float:
         """lambda_max(grad^2 q) = lambda_max(U U^T), U = smooth_hessian_factor()."""
         U = self.smooth_hessian_factor()
         G = U.T @ U if U.shape[1] <= U.shape[0] else U @ U.T
         return float(np.linalg.eigvalsh(G)[-1]) * (1 + 1e-10)
 
-    def strong_convexity(self):
+    def strong_convexity(self) -> float:
         return 0.0
 
-    def dual_floors(self):
+    def dual_floors(self) -> tuple[float, float]:
         """Absolute floors of the solver's relative gap and residual (see :func:`dual_floors`)."""
         return dual_floors(self.y, self.E, self._hessian_scale(), self.m)
 
@@ -380,14 +405,14 @@ class ConvexRegressionProblem(_IsometricPrimal):
         """The largest Frobenius norm of a kernel Hessian at a constraint point."""
         return float(np.sqrt(np.max(np.sum(self.Hk * self.Hk, axis=(2, 3)))))
 
-    def smooth_hessian_factor(self):
+    def smooth_hessian_factor(self) -> np.ndarray:
         """U with grad^2 q = U U^T on vec(Gamma): U = (L_W^{-1} G_H)^T / sqrt(2), W = L_W L_W^T."""
         self._prepare_dual()
         Lw = np.tril(self.W_chol[0])
         Mh = self._sla.solve_triangular(Lw, self.GH, lower=True)
         return Mh.T / np.sqrt(2.0)
 
-    def recover(self, G):
+    def recover(self, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Primal (alpha, beta) from a dual point G."""
         self._prepare_dual()
         _, v = self._v(G)
@@ -401,7 +426,7 @@ class ConvexRegressionProblem(_IsometricPrimal):
         r = self.y - self.K @ alpha
         return np.linalg.lstsq(self._rows(self.E), self._rows(r), rcond=None)[0]
 
-    def primal_objective(self, G, B, FB):
+    def primal_objective(self, G: np.ndarray, B: np.ndarray, FB: np.ndarray) -> float:
         self._prepare_dual()
         _, v = self._v(G)
         Ka = self.R.T @ v  # K alpha = R^T R alpha = R^T v
@@ -410,11 +435,11 @@ class ConvexRegressionProblem(_IsometricPrimal):
         return float(r @ r) / self.n + self.rho * float(v @ v) + reg
 
     # ---- primal --------------------------------------------------------------------------
-    def hessians(self, alpha):
+    def hessians(self, alpha: np.ndarray) -> np.ndarray:
         """H_j(alpha), shape (m, d, d)."""
         return np.einsum("jipq,i->jpq", self.Hk, alpha)
 
-    def objective(self, alpha, beta, B):
+    def objective(self, alpha: np.ndarray, beta: np.ndarray, B: np.ndarray) -> float:
         """The objective of eq. (28) with the exact kernel matrix (no jitter); constraints
         not checked (see constraint_residual)."""
         f = self.K @ alpha + (self.E @ beta if self.E is not None else 0.0)
@@ -422,19 +447,20 @@ class ConvexRegressionProblem(_IsometricPrimal):
         r = self._rows(self.y - f)
         return float(r @ r) / self.n + self.rho * self.rkhs_norm_sq(alpha) + reg
 
-    def evaluate_primal(self, B, params):
+    def evaluate_primal(self, B: np.ndarray,
+                        params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
         """Objective (numpy) and (alpha, beta) after a CVXPY solve."""
         alpha, beta = coefficients(params)
         return self.objective(alpha, beta, B), {"alpha": alpha, "beta": beta}
 
-    def constraint_residual(self, alpha, B, floor=0.0):
+    def constraint_residual(self, alpha: np.ndarray, B: np.ndarray, floor: float = 0.0) -> float:
         """Relative violation ||H(alpha) - A(B)|| / max(||H(alpha)||, ||A(B)||, floor)."""
         H = self.hessians(alpha)
         F = sos_evaluate(self.Phi, B, self.d)
         den = max(float(np.linalg.norm(H)), float(np.linalg.norm(F)), floor, 1e-300)
         return float(np.linalg.norm(H - F)) / den
 
-    def primal_residual(self, B, extras, floor=0.0):
+    def primal_residual(self, B: np.ndarray, extras: dict[str, Any], floor: float = 0.0) -> float:
         """Relative Hessian-constraint residual at a primal point (see constraint_residual),
         the denominator floored at ``floor``."""
         return self.constraint_residual(extras["alpha"], B, floor=floor)
@@ -443,7 +469,7 @@ class ConvexRegressionProblem(_IsometricPrimal):
         """The kernel matrix of the expansion points (no jitter)."""
         return self.K
 
-    def _spectral(self):
+    def _spectral(self) -> tuple[np.ndarray, np.ndarray]:
         """(V, w): K = V diag(w) V^T, w clipped at 0 (cached)."""
         if getattr(self, "_eig", None) is None:
             K = self._gram()
@@ -451,12 +477,12 @@ class ConvexRegressionProblem(_IsometricPrimal):
             self._eig = (V, np.maximum(w, 0.0))
         return self._eig
 
-    def rkhs_norm_sq(self, alpha):
+    def rkhs_norm_sq(self, alpha: np.ndarray) -> float:
         r""":math:`\|f\|_{\mathcal H}^2 = \alpha^T\mathbf K\alpha` with the exact kernel matrix
         (no jitter), see :func:`quadratic_form`."""
         return quadratic_form(self._gram(), alpha)
 
-    def cvxpy_problem(self):
+    def cvxpy_problem(self) -> tuple[cp.Problem, cp.Variable, dict[str, Any]]:
         r"""Primal QP + SDP of eq. (28) through the SoS primitive, in RKHS-isometric
         coordinates (see :func:`convex_regression_cvxpy`), built once.
 
@@ -547,8 +573,11 @@ class ConvexRegressionNystromProblem(ConvexRegressionProblem):
 
     coupled = True
 
-    def __init__(self, kernel, X, C, Hk, Phi, y, fit_intercept, rho, lam1, lam2, *,
-                 jitter="auto", sample_weight=None, normalize_weights=True, compressed=None):
+    def __init__(self, kernel: Kernel, X: np.ndarray, C: np.ndarray, Hk: np.ndarray,
+                 Phi: np.ndarray, y: np.ndarray, fit_intercept: bool, rho: float, lam1: float,
+                 lam2: float, *, jitter: str | float = "auto",
+                 sample_weight: np.ndarray | None = None, normalize_weights: bool = True,
+                 compressed: tuple[np.ndarray, int, tuple[float, float]] | None = None) -> None:
         import scipy.linalg as sla
 
         from psdsos.features import cholesky_with_jitter
@@ -563,7 +592,7 @@ class ConvexRegressionNystromProblem(ConvexRegressionProblem):
         else:
             # (T, n, (sum of squares of y - mean(y) (or of y), of y)) from passes elsewhere
             T, n, self._y_moments = compressed
-            self.y = None
+            self.y = None  # type: ignore[assignment]  # compressed: only y's moments are kept
         self.n = n
         self.sw = row_scales(sample_weight, n, normalize=normalize_weights)
         self.Hk = np.asarray(Hk, dtype=np.float64)
@@ -581,8 +610,8 @@ class ConvexRegressionNystromProblem(ConvexRegressionProblem):
         self.E = T[:, :e] if e else None
         self.Fc = T[:, e:e + q]
         self.y_w = T[:, -1]
-        self.Qe = np.linalg.qr(self.E)[0] if e else np.zeros((T.shape[0], 0))
-        self._cvx = None
+        self.Qe = np.linalg.qr(self.E)[0] if self.E is not None else np.zeros((T.shape[0], 0))
+        self._cvx: Any = None
         self._dual_ready = False
         self._last = (None, None)
         self._sla = sla
@@ -591,7 +620,7 @@ class ConvexRegressionNystromProblem(ConvexRegressionProblem):
         """The compressed rows carry the weights already."""
         return A
 
-    def dual_floors(self):
+    def dual_floors(self) -> tuple[float, float]:
         """As :func:`dual_floors`, from the sums of squares of y (no pass over the data)."""
         return floors_from_moments(*self._y_moments, self.n, self._hessian_scale(), self.m)
 
@@ -607,14 +636,14 @@ class ConvexRegressionNystromProblem(ConvexRegressionProblem):
         r = self.y_w - self.Fc @ (self.R @ alpha)
         return np.linalg.lstsq(self.E, r, rcond=None)[0]
 
-    def primal_objective(self, G, B, FB):
+    def primal_objective(self, G: np.ndarray, B: np.ndarray, FB: np.ndarray) -> float:
         self._prepare_dual()
         _, v = self._v(G)
         r = self._perp(self.y_w - self.Fc @ v)
         reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
         return float(r @ r) / self.n + self.rho * float(v @ v) + reg
 
-    def objective(self, alpha, beta, B):
+    def objective(self, alpha: np.ndarray, beta: np.ndarray, B: np.ndarray) -> float:
         """Eq. (28) in the span of the landmarks, with the landmarks' exact kernel matrix
         (no jitter) in the penalty; constraints not checked."""
         r = self.y_w - self.Fc @ (self.R @ alpha)
@@ -626,7 +655,7 @@ class ConvexRegressionNystromProblem(ConvexRegressionProblem):
     def _gram(self):
         return self.Kq
 
-    def cvxpy_problem(self):
+    def cvxpy_problem(self) -> tuple[cp.Problem, cp.Variable, dict[str, Any]]:
         """The primal of :meth:`ConvexRegressionProblem.cvxpy_problem` on the compressed
         rows: alpha = T u with T from the landmarks' kernel matrix, fit values Fc R T u."""
         if self._cvx is None:

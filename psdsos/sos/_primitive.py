@@ -15,10 +15,12 @@ With d = 1 this is the scalar non-negative model of Marteau-Ferey et al. (2020).
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 __all__ = ["SoSBlock", "sos_constraints"]
 
@@ -175,7 +177,8 @@ class SoSBlock:
     >>> cons = block.constraints(g)
     """
 
-    def __init__(self, Psi, d=None, *, name="B", max_condition=MAX_FEATURE_CONDITION):
+    def __init__(self, Psi: ArrayLike, d: int | None = None, *, name: str = "B",
+                 max_condition: float | None = MAX_FEATURE_CONDITION) -> None:
         Phi, d, N, kron = _as_psi(Psi, d)
         if max_condition is not None:
             # the stacked features: (m, r) scalar rows, or the N x (m d) matrix [Psi_1 ... Psi_m]
@@ -189,17 +192,17 @@ class SoSBlock:
         flat = self.A @ cp.vec(self.B, order="F")
         self.packed = cp.reshape(flat, (self.m, t), order="C")
 
-    def value(self, j):
+    def value(self, j: int) -> cp.Expression:
         """The d x d affine expression Psi_j^T B Psi_j."""
         d = self.d
         iu, ju = np.triu_indices(d)
-        entries = [[None] * d for _ in range(d)]
+        entries: list[list[Any]] = [[None] * d for _ in range(d)]
         for k, (p, q) in enumerate(zip(iu, ju, strict=True)):
             entries[p][q] = self.packed[j, k]
             entries[q][p] = self.packed[j, k]
         return cp.bmat(entries)
 
-    def constraints(self, G):
+    def constraints(self, G: cp.Expression) -> list[cp.Constraint]:
         """Equality constraints G_j == Psi_j^T B Psi_j.
 
         Parameters
@@ -239,7 +242,7 @@ class SoSBlock:
         lhs = cp.vstack(rows)  # (m, t)
         return [lhs == self.packed] + extra
 
-    def constraints_packed(self, Gp):
+    def constraints_packed(self, Gp: cp.Expression) -> list[cp.Constraint]:
         """Equality constraints from packed upper triangles.
 
         Parameters
@@ -252,12 +255,15 @@ class SoSBlock:
             raise ValueError(f"packed G must have shape ({self.m}, {t}), got {Gp.shape}")
         return [Gp == self.packed]
 
-    def regularizer(self, lam1, lam2):
+    def regularizer(self, lam1: float | cp.Parameter,
+                    lam2: float | cp.Parameter) -> cp.Expression:
         """lam1 Tr B + lam2 / 2 ||B||_F^2 (eq. 6); lam1, lam2 numbers or cp.Parameters."""
         return lam1 * cp.trace(self.B) + (lam2 / 2) * cp.sum_squares(self.B)
 
 
-def sos_constraints(G, Psi, d=None, *, max_condition=MAX_FEATURE_CONDITION):
+def sos_constraints(G: cp.Expression, Psi: ArrayLike, d: int | None = None, *,
+                    max_condition: float | None = MAX_FEATURE_CONDITION
+                    ) -> tuple[cp.Variable, list[cp.Constraint]]:
     """Impose G_j == Psi_j^T B Psi_j with a fresh PSD variable B (eq. 14).
 
     Parameters

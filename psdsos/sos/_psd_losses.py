@@ -29,10 +29,13 @@ bound, otherwise Euclidean (see :mod:`psdsos.solvers._dual`).
 
 from __future__ import annotations
 
+from typing import Any
+
 import cvxpy as cp
 import numpy as np
+from numpy.typing import ArrayLike
 
-from psdsos.losses import EmpiricalLoss, SquaredLoss
+from psdsos.losses import EmpiricalLoss, Loss, SquaredLoss
 from psdsos.sos._maps import sos_evaluate
 from psdsos.sos._objectives import _PSDPrimal
 from psdsos.sos._primitive import SoSBlock
@@ -61,7 +64,9 @@ class PSDLossProblem(_PSDPrimal):
         reweighted least-squares path of Huber uses.
     """
 
-    def __init__(self, Phi, M, lam1, lam2, loss, sample_weight=None, *, coefficients=None):
+    def __init__(self, Phi: np.ndarray, M: np.ndarray, lam1: float, lam2: float, loss: Loss,
+                 sample_weight: np.ndarray | None = None, *,
+                 coefficients: ArrayLike | None = None) -> None:
         self.Phi = np.asarray(Phi, dtype=np.float64)
         self.M = np.asarray(M, dtype=np.float64)
         self.n, self.d = self.M.shape[0], self.M.shape[1]
@@ -70,7 +75,7 @@ class PSDLossProblem(_PSDPrimal):
         if loss.scalar_only and self.d != 1:
             raise ValueError(f"loss={loss.name!r} takes scalar residuals only: the targets "
                              f"must be 1-D (d = 1), got matrices of size {self.d}")
-        self.emp = EmpiricalLoss(loss, self.M, sample_weight)
+        self.emp: EmpiricalLoss | _ScalarView = EmpiricalLoss(loss, self.M, sample_weight)
         if self.d == 1 and loss.scalar_only:
             self.emp = _ScalarView(EmpiricalLoss(loss, self.M[:, 0, 0], sample_weight))
         if coefficients is not None:
@@ -78,28 +83,30 @@ class PSDLossProblem(_PSDPrimal):
             if c.shape != (self.n,) or not np.all(c > 0):
                 raise ValueError(f"coefficients must be a positive array of shape ({self.n},)")
             self.emp.c = c
-        self._cvx = None
+        self._cvx: Any = None
         if loss.conjugate_is_smooth:
-            self.prox = None  # a smooth dual: plain (preconditioned) accelerated gradient
+            # a smooth dual: plain (preconditioned) accelerated gradient; the solvers read
+            # prox None as "no proximal term"
+            self.prox = None  # type: ignore[method-assign, assignment]
 
     # ---- dual pieces ---------------------------------------------------------------------
-    def smooth(self, G):
+    def smooth(self, G: np.ndarray) -> tuple[float, np.ndarray]:
         """q(G) = L^*(G) and its gradient (smooth conjugates); 0 otherwise (prox path)."""
         if self.prox is None:
             return self.emp.conjugate(G), self.emp.conjugate_grad(G)
         return 0.0, np.zeros_like(G)
 
-    def smooth_value(self, G):
+    def smooth_value(self, G: np.ndarray) -> float:
         return self.smooth(G)[0]
 
-    def smooth_lipschitz(self):
+    def smooth_lipschitz(self) -> float:
         return self.emp.conjugate_smoothness() if self.prox is None else 0.0
 
-    def strong_convexity(self):
+    def strong_convexity(self) -> float:
         """Strong convexity of L^* (of q on the smooth path, of the prox term otherwise)."""
         return self.emp.conjugate_strong_convexity()
 
-    def curvature_shift(self):
+    def curvature_shift(self) -> float:
         """The identity part of the preconditioner: the largest curvature of q where the
         low-rank factor does not describe it (see :meth:`smooth_hessian_factor`)."""
         U = self.smooth_hessian_factor()
@@ -107,7 +114,7 @@ class PSDLossProblem(_PSDPrimal):
             return self.smooth_lipschitz()
         return self.strong_convexity()
 
-    def smooth_hessian_factor(self):
+    def smooth_hessian_factor(self) -> np.ndarray | None:
         r"""U with :math:`\nabla^2 q = \mu I + UU^T` for the weighted squared loss (per
         sample 1/c_i; the samples above mu = min 1/c_i carry a column per entry), when it
         has at most half as many columns as entries and at most 512; None otherwise."""
@@ -125,11 +132,11 @@ class PSDLossProblem(_PSDPrimal):
             U[idx, k * d2 + np.arange(d2)] = np.sqrt(curv[i] - mu)
         return U
 
-    def prox(self, V, step):
+    def prox(self, V: np.ndarray, step: float) -> np.ndarray:
         """prox of step * L^* (the ball / box projections of the loss)."""
         return self.emp.prox_conjugate(V, step)
 
-    def quadratic_set(self):
+    def quadratic_set(self) -> tuple[Any, Any, Any] | None:
         """(M, c, project) when each conjugate term is ``<G_i, M_i> + |G_i|^2 / (2 c_i)`` on
         the set c_i C (Huber losses: C a ball or a box, ``project`` its projection); None
         otherwise.  The dual solver then takes its proximal steps in the preconditioner's
@@ -138,7 +145,7 @@ class PSDLossProblem(_PSDPrimal):
             return None
         return self.M, self.emp.c, lambda V: self.loss.prox_conjugate(V, 0.0)
 
-    def nonsmooth_value(self, G):
+    def nonsmooth_value(self, G: np.ndarray) -> float:
         """L^*(G) on the prox path (inf outside its domain)."""
         return self.emp.conjugate(G)
 
@@ -146,7 +153,8 @@ class PSDLossProblem(_PSDPrimal):
     def _data_term(self, FB):
         return self.emp.value(FB)
 
-    def dual_point(self, B, extras, params):
+    def dual_point(self, B: np.ndarray, extras: dict[str, Any],
+                   params: dict[str, Any]) -> np.ndarray:
         r"""A dual point certifying a primal answer: the optimality relation
         :math:`\Gamma_i = c_i\nabla\ell(F_{\mathbf B}(x_i) - \mathbf M_i)` (a subgradient
         for the non-smooth losses), or the solver's multipliers of the residual
@@ -178,7 +186,7 @@ class PSDLossProblem(_PSDPrimal):
 
         return min(cands, key=dval)
 
-    def cvxpy_problem(self):
+    def cvxpy_problem(self) -> tuple[cp.Problem, cp.Variable, dict[str, Any]]:
         r"""The primal (eq. 9 with this loss), built once: a residual variable Z defined by
         ``Z == packed(F_B) - M`` (its multipliers are the dual variable), the loss's own
         CVXPY expression with multiplicities (1 on the diagonal, 2 off it).

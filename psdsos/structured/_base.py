@@ -43,9 +43,15 @@ None when the space is pickled or deep-copied, and rebuilt on first use.
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["OutputSpace", "check_alpha", "resolve_method"]
+
+
+_SpaceT = TypeVar("_SpaceT", bound="OutputSpace")
 
 
 class OutputSpace:
@@ -64,17 +70,17 @@ class OutputSpace:
                 state[attr] = None
         return state
 
-    def check_Y(self, Y, name="Y"):
+    def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
         raise NotImplementedError
 
-    def loss(self, Y_true, Y_pred):
+    def loss(self, Y_true: ArrayLike, Y_pred: ArrayLike) -> np.ndarray:
         raise NotImplementedError
 
-    def fit(self, Y_train):
+    def fit(self: _SpaceT, Y_train: ArrayLike) -> _SpaceT:
         self.Y_train_ = self.check_Y(Y_train, "Y")
         return self
 
-    def decode(self, alpha, method="auto"):
+    def decode(self, alpha: ArrayLike, method: str = "auto") -> np.ndarray:
         raise NotImplementedError
 
     def _pair(self, Y_true, Y_pred):
@@ -86,18 +92,18 @@ class OutputSpace:
                              f"and {P.shape}")
         return T, P
 
-    def project(self, Z):
+    def project(self, Z: ArrayLike) -> np.ndarray:
         """Map ambient kernel-ridge predictions to the space (optional, see the contract)."""
         raise NotImplementedError(
             f"output space {self.name!r} offers no projection of ambient predictions"
         )
 
-    def to_config(self):
+    def to_config(self) -> dict[str, Any]:
         """JSON-able constructor arguments."""
         return {}
 
     @classmethod
-    def from_config(cls, cfg):
+    def from_config(cls: type[_SpaceT], cfg: dict[str, Any]) -> _SpaceT:
         return cls(**cfg)
 
     def __repr__(self):
@@ -105,7 +111,7 @@ class OutputSpace:
         return f"{type(self).__name__}({args})"
 
 
-def resolve_method(space, method):
+def resolve_method(space: OutputSpace, method: str | None) -> str:
     """The decode method to run: ``space.decode_methods[0]`` for "auto"; ValueError if unknown."""
     if method is None or method == "auto":
         return space.decode_methods[0]
@@ -117,7 +123,7 @@ def resolve_method(space, method):
     return method
 
 
-def check_alpha(alpha, n_train, name="alpha"):
+def check_alpha(alpha: ArrayLike, n_train: int, name: str = "alpha") -> NDArray[np.float64]:
     """Weights as a finite (n_test, n_train) float array (1-D input = one test point)."""
     a = np.asarray(alpha, dtype=np.float64)
     if a.ndim == 1:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from psdsos._validation import check_scalar
 from psdsos.geometry._checks import as_float_array
@@ -64,7 +65,7 @@ class NoMinimizerWarning(UserWarning):
     they were decoded with the positive part of their weights (``weights="signed"``)."""
 
 
-def as_finite(A, name):
+def as_finite(A: ArrayLike, name: str) -> np.ndarray:
     """``A`` as a finite float64 array (no shape check); ValueError naming ``name``."""
     return as_float_array(A, name)
 
@@ -87,7 +88,8 @@ def check_policy(value):
     return value
 
 
-def policy_weights(alpha, policy="signed", *, l1_bound=None):
+def policy_weights(alpha: ArrayLike, policy: str = "signed", *,
+                   l1_bound: float | None = None) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
     r"""Normalized decoding weights of the negative-weight policy (module docstring).
 
     Parameters

@@ -8,12 +8,13 @@ import warnings
 
 import numpy as np
 import scipy.linalg as sla
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils import ClassifierTags
 from sklearn.utils.validation import check_is_fitted
 
-from psdsos._validation import check_saved_meta, validate_data
+from psdsos._validation import PathLike, RandomStateLike, check_saved_meta, validate_data
 from psdsos.estimators._base import (
     SELF_KERNEL_OPTIONS,
     Bandwidth,
@@ -26,7 +27,7 @@ from psdsos.estimators._base import (
     validate_params,
 )
 from psdsos.features import NystromFeatures
-from psdsos.kernels import get_kernel
+from psdsos.kernels import Kernel, get_kernel
 from psdsos.sos import PSDModel
 from psdsos.structured._base import OutputSpace, resolve_method
 from psdsos.structured._registry import get_output_space, output_spaces
@@ -151,7 +152,7 @@ class _KernelWeights(_LabelOutputTags, BaseEstimator):
             self.__dict__.pop("classes_", None)
         return self
 
-    def scores(self, X):
+    def scores(self, X: ArrayLike) -> np.ndarray:
         r"""The SELF weights of eq. 3 for each test point.
 
         .. math::
@@ -177,7 +178,7 @@ class _KernelWeights(_LabelOutputTags, BaseEstimator):
         V = self.kernel_(self.X_fit_, X)  # (n, m)
         return sla.cho_solve((self.cholesky_, True), V, check_finite=False).T
 
-    def score(self, X, y):
+    def score(self, X: ArrayLike, y: ArrayLike) -> float:
         """The output space's score of the predictions (higher is better; for GridSearchCV).
 
         The accuracy for "multiclass" (as scikit-learn classifiers), minus the mean loss
@@ -206,7 +207,7 @@ class _KernelWeights(_LabelOutputTags, BaseEstimator):
         return -float(np.mean(space.loss(Yc.reshape(P.shape), P)))
 
     # ---- persistence -----------------------------------------------------------------
-    def save(self, path):
+    def save(self, path: PathLike) -> None:
         """Save the fitted estimator (.npz + JSON metadata, loaded without pickle).
 
         The output space is stored by its registered name and ``to_config()``; a space that
@@ -419,9 +420,11 @@ class SELFEstimator(_KernelWeights):
         "tol": Interval(numbers.Real, 0.0, None, closed="neither", allow_none=True),
     }
 
-    def __init__(self, kernel="gaussian", sigma="scale", *, lam=1e-3, output="euclidean",
-                 decode_method="auto", n_landmarks=None, landmarks="uniform", max_iter=None,
-                 tol=None, random_state=None):
+    def __init__(self, kernel: str | Kernel = "gaussian", sigma: float | str = "scale", *,
+                 lam: float = 1e-3, output: str | OutputSpace = "euclidean",
+                 decode_method: str = "auto", n_landmarks: int | None = None,
+                 landmarks: str = "uniform", max_iter: int | None = None, tol: float | None = None,
+                 random_state: RandomStateLike = None) -> None:
         self.kernel = kernel
         self.sigma = sigma
         self.lam = lam
@@ -433,7 +436,7 @@ class SELFEstimator(_KernelWeights):
         self.tol = tol
         self.random_state = random_state
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> SELFEstimator:
         """Factorize K + n lam I and store the training outputs in the output space.
 
         Parameters
@@ -451,7 +454,7 @@ class SELFEstimator(_KernelWeights):
         resolve_method(space, self.decode_method)  # ValueError naming decode_method, early
         return self._fit_weights(X, y)
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Decode eq. 2 at each test point: ``output_space_.decode(scores(X))``.
 
         Parameters
@@ -490,8 +493,10 @@ class KRLSEstimator(_KernelWeights):
 
     _parameter_constraints = dict(_COMMON_CONSTRAINTS)
 
-    def __init__(self, kernel="gaussian", sigma="scale", *, lam=1e-3, output="euclidean",
-                 n_landmarks=None, landmarks="uniform", random_state=None):
+    def __init__(self, kernel: str | Kernel = "gaussian", sigma: float | str = "scale", *,
+                 lam: float = 1e-3, output: str | OutputSpace = "euclidean",
+                 n_landmarks: int | None = None, landmarks: str = "uniform",
+                 random_state: RandomStateLike = None) -> None:
         self.kernel = kernel
         self.sigma = sigma
         self.lam = lam
@@ -500,7 +505,7 @@ class KRLSEstimator(_KernelWeights):
         self.landmarks = landmarks
         self.random_state = random_state
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> KRLSEstimator:
         """Factorize K + n lam I (see :class:`SELFEstimator`); returns self."""
         validate_params(self)
         space = get_output_space(self.output)
@@ -511,7 +516,7 @@ class KRLSEstimator(_KernelWeights):
             )
         return self._fit_weights(X, y)
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Projected kernel ridge predictions, shape ``(n_test, *output_shape)``."""
         check_is_fitted(self, "output_space_")
         alpha = self.scores(X)

@@ -18,7 +18,10 @@ which for :math:`\Psi = \tfrac12\|\cdot\|^2` is the stable difference of squares
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy.special import xlogy
 
 __all__ = ["fenchel_young_loss", "PROJECTIONS"]
@@ -27,7 +30,9 @@ __all__ = ["fenchel_young_loss", "PROJECTIONS"]
 PROJECTIONS = ("euclidean", "kl")
 
 
-def fenchel_young_loss(theta, y, polytope, projection="euclidean"):
+def fenchel_young_loss(theta: ArrayLike, y: ArrayLike, polytope: Any,
+                       projection: str = "euclidean"
+                       ) -> tuple[float | NDArray[np.float64], NDArray[np.float64]]:
     r"""Projection-based Fenchel-Young loss and its gradient (eq. 6).
 
     Parameters

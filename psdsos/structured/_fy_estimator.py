@@ -23,12 +23,13 @@ import numbers
 import warnings
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import minimize
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
 from sklearn.utils.validation import check_is_fitted
 
-from psdsos._validation import validate_data
+from psdsos._validation import PathLike, RandomStateLike, validate_data
 from psdsos.estimators._base import (
     KERNEL_OPTIONS,
     Bandwidth,
@@ -40,7 +41,8 @@ from psdsos.estimators._base import (
     save_estimator,
     validate_params,
 )
-from psdsos.kernels import get_kernel
+from psdsos.kernels import Kernel, get_kernel
+from psdsos.structured._base import OutputSpace
 from psdsos.structured._estimator import _LabelOutputTags
 from psdsos.structured._fenchel_young import fenchel_young_loss
 from psdsos.structured._projections import project_birkhoff
@@ -177,9 +179,12 @@ class FenchelYoungEstimator(_LabelOutputTags, BaseEstimator):
         "tol": Interval(numbers.Real, 0.0, None, closed="neither"),
     }
 
-    def __init__(self, output="multiclass", *, projection_set="marginal",
-                 projection="euclidean", model="linear", kernel="gaussian", sigma="scale",
-                 lam=1e-3, fit_intercept=True, max_iter=1000, tol=1e-6, random_state=None):
+    def __init__(self, output: str | OutputSpace = "multiclass", *,
+                 projection_set: str = "marginal", projection: str = "euclidean",
+                 model: str = "linear", kernel: str | Kernel = "gaussian",
+                 sigma: float | str = "scale", lam: float = 1e-3, fit_intercept: bool = True,
+                 max_iter: int = 1000, tol: float = 1e-6,
+                 random_state: RandomStateLike = None) -> None:
         self.output = output
         self.projection_set = projection_set
         self.projection = projection
@@ -229,7 +234,7 @@ class FenchelYoungEstimator(_LabelOutputTags, BaseEstimator):
         return self.kernel_(X, self.X_fit_)
 
     # ---- fit / predict --------------------------------------------------------------------
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> FenchelYoungEstimator:
         """Minimize the regularized Fenchel-Young loss (L-BFGS, exact gradients).
 
         Parameters
@@ -312,21 +317,21 @@ class FenchelYoungEstimator(_LabelOutputTags, BaseEstimator):
         self._V, self._b = np.asarray(V, dtype=np.float64), np.asarray(b, dtype=np.float64)
         return self
 
-    def scores(self, X):
+    def scores(self, X: ArrayLike) -> np.ndarray:
         """Scores theta = g(x), shape ``(m, *polytope.shape)``."""
         check_is_fitted(self, "coef_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
         theta = self._features(X) @ self.coef_ + self.intercept_
         return theta.reshape((-1,) + tuple(self.space_.polytope_.shape))
 
-    def project(self, X):
+    def project(self, X: ArrayLike) -> np.ndarray:
         """The soft structures mu = P_C(g(x)) (e.g. soft permutation matrices)."""
         theta = self.scores(X)
         theta = theta.reshape(theta.shape[0], -1)
         f = self._C.project_kl if self.projection == "kl" else self._C.project_euclidean
         return f(theta).reshape((-1,) + tuple(self.space_.polytope_.shape))
 
-    def decode(self, mu):
+    def decode(self, mu: ArrayLike) -> np.ndarray:
         r"""Calibrated decoding (eq. 11): :math:`\mathrm{MAP}(-(V\mu + b))` for a batch of
         (soft) structures ``mu`` of shape ``(m, *polytope.shape)``."""
         check_is_fitted(self, "coef_")
@@ -336,16 +341,16 @@ class FenchelYoungEstimator(_LabelOutputTags, BaseEstimator):
         M = self.space_.polytope_.map_oracle(theta.reshape((-1,) + shape))
         return self.space_._from_vertices(M)
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Calibrated decoding of the projected scores."""
         return self.decode(self.project(X))
 
-    def score(self, X, y):
+    def score(self, X: ArrayLike, y: ArrayLike) -> float:
         """The output space's score (accuracy for multiclass, minus the mean loss else)."""
         return self.space_.score(np.asarray(y), self.predict(X))
 
     # ---- persistence ----------------------------------------------------------------------
-    def save(self, path):
+    def save(self, path: PathLike) -> None:
         """Save the fitted estimator (.npz + JSON metadata, loaded without pickle)."""
         check_is_fitted(self, "coef_")
         space = self.space_

@@ -40,15 +40,17 @@ from __future__ import annotations
 import copy
 import numbers
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from psdsos._validation import check_random_state, validate_data
+from psdsos._validation import PathLike, RandomStateLike, check_random_state, validate_data
 from psdsos.estimators._base import (
     SELF_KERNEL_OPTIONS,
     Bandwidth,
@@ -445,10 +447,13 @@ class LocalizedSELF(BaseEstimator):
         "random_state": RandomState(),
     }
 
-    def __init__(self, kernel="gaussian", sigma="scale", *, lam=1e-3, parts=None,
-                 output="euclidean", locality="restriction", part_weights=None, n_aux=None,
-                 n_landmarks=None, landmarks="uniform", decode_method="auto", max_iter=None,
-                 tol=None, random_state=None):
+    def __init__(self, kernel: str | Kernel = "gaussian", sigma: float | str = "scale", *,
+                 lam: float = 1e-3, parts: Parts | None = None,
+                 output: str | OutputSpace = "euclidean", locality: str = "restriction",
+                 part_weights: ArrayLike | Callable | None = None, n_aux: int | None = None,
+                 n_landmarks: int | None = None, landmarks: str = "uniform",
+                 decode_method: str = "auto", max_iter: int | None = None, tol: float | None = None,
+                 random_state: RandomStateLike = None) -> None:
         self.kernel = kernel
         self.sigma = sigma
         self.lam = lam
@@ -475,7 +480,7 @@ class LocalizedSELF(BaseEstimator):
         loc = self.locality.lower()
         return loc in ("restriction", "both"), loc in ("universal", "both")
 
-    def _flat_X(self, X, reset):
+    def _flat_X(self, X: ArrayLike, reset: bool) -> np.ndarray:
         """X validated as (n, input_dim); arrays of images (n, ...) are flattened row-major."""
         if isinstance(X, np.ndarray) and X.ndim > 2:
             X = X.reshape(X.shape[0], -1)
@@ -518,7 +523,7 @@ class LocalizedSELF(BaseEstimator):
         return K
 
     # ---- fit ------------------------------------------------------------------------
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> LocalizedSELF:
         r"""Algorithm 1: the auxiliary dataset, then the coefficient map of eq. 9.
 
         Parameters
@@ -546,6 +551,7 @@ class LocalizedSELF(BaseEstimator):
             self._y_1d = True
         else:
             self._y_1d = False
+        parts: Parts
         if self.parts is None:
             parts = Blocks(1, input_dim, int(np.prod(Y0.shape[1:], dtype=np.int64))
                            if Y0.ndim >= 2 else 1)
@@ -703,7 +709,7 @@ class LocalizedSELF(BaseEstimator):
         step = max(1, _BLOCK_ENTRIES // per)
         return [slice(s, min(s + step, n_test)) for s in range(0, n_test, step)]
 
-    def part_scores(self, X):
+    def part_scores(self, X: ArrayLike) -> NDArray[np.float64]:
         r"""Per-part scores :math:`g_p(x) = \sum_j \alpha_j(x, p)\, \varphi(\eta_j)`.
 
         Computed as :math:`\nu(x, p)^\top` times the coefficient map of the fit (or
@@ -730,7 +736,7 @@ class LocalizedSELF(BaseEstimator):
             G[sl] = self._part_scores_block(X, sl)
         return G
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Decode eq. 6 at each test point (see the class docstring).
 
         Parameters
@@ -863,7 +869,7 @@ class LocalizedSELF(BaseEstimator):
         return out
 
     # ---- score ---------------------------------------------------------------------
-    def score(self, X, y):
+    def score(self, X: ArrayLike, y: ArrayLike) -> float:
         """Minus the mean loss of eq. 5 with uniform weights (the mean element loss);
         the fraction of correct elements for "multiclass"."""
         P = self.predict(X)
@@ -882,7 +888,7 @@ class LocalizedSELF(BaseEstimator):
                                       np.asarray(Yc, dtype=np.float64))))
 
     # ---- persistence ---------------------------------------------------------------
-    def save(self, path):
+    def save(self, path: PathLike) -> None:
         """Save the fitted estimator (.npz + JSON metadata, loaded without pickle by
         :func:`psdsos.load`).  Callable ``part_weights``, custom kernels, custom parts and
         unregistered output spaces cannot be saved (ValueError)."""
@@ -1033,7 +1039,9 @@ class _ShiftRows:
 
 
 # ----------------------------------------------------------------------------- diagnostics
-def intra_locality(X, parts, kernel="linear", sigma="scale", *, rows=None, normalize=False):
+def intra_locality(X: ArrayLike, parts: Parts, kernel: str | Kernel | LinearKernel = "linear",
+                   sigma: float | str = "scale", *, rows: ArrayLike | None = None,
+                   normalize: bool = False) -> NDArray[np.float64]:
     r"""Empirical intra-locality matrix :math:`C_{pq}` of eq. 21 (Lemma 6; Figures 3 and 7).
 
     .. math::
@@ -1096,8 +1104,8 @@ def intra_locality(X, parts, kernel="linear", sigma="scale", *, rows=None, norma
     if not isinstance(kernel, (Kernel, LinearKernel)):
         if isinstance(sigma, str) and sigma == "scale":
             kern = resolve_kernel(kernel, sigma, Xp.reshape(n * P, d))
-        else:
-            kern = get_kernel(kernel, sigma)
+        else:  # a string other than "scale" is refused by get_kernel (ValueError naming sigma)
+            kern = get_kernel(kernel, sigma)  # type: ignore[arg-type]
     else:
         kern = kernel
     rows = np.arange(P) if rows is None else np.asarray(rows, dtype=np.int64).ravel()

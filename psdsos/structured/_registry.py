@@ -28,12 +28,12 @@ CONTINUOUS_SPACES = {
 }
 
 
-def output_spaces():
+def output_spaces() -> dict[str, type[OutputSpace]]:
     """Every output space class by name: ``{name: class}`` (continuous and discrete)."""
     return {**CONTINUOUS_SPACES, **DISCRETE_SPACES}
 
 
-def get_output_space(output):
+def get_output_space(output: str | OutputSpace) -> OutputSpace:
     """An output space from its name or an :class:`OutputSpace` instance (returned as is).
 
     Parameters

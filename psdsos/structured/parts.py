@@ -22,6 +22,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["Parts", "Blocks", "Windows1D", "Patches2D"]
 
@@ -42,11 +43,11 @@ class Parts:
     output_dim: int
 
     @property
-    def n_parts(self):
+    def n_parts(self) -> int:
         """Number of parts :math:`|P|`."""
         return self.output_index.shape[0]
 
-    def coverage(self):
+    def coverage(self) -> np.ndarray:
         """Number of parts containing each output entry, shape (output_dim,)."""
         return np.bincount(self.output_index.ravel(), minlength=self.output_dim)
 
@@ -66,15 +67,15 @@ class Parts:
                              f"entries per sample), got {np.shape(A)}")
         return A
 
-    def extract_inputs(self, X):
+    def extract_inputs(self, X: ArrayLike) -> np.ndarray:
         """Input parts, shape (n, n_parts, input_part_size)."""
         return self._flat(X, self.input_dim, "X")[:, self.input_index]
 
-    def extract_outputs(self, Y):
+    def extract_outputs(self, Y: ArrayLike) -> np.ndarray:
         """Output parts, shape (n, n_parts, output_part_size)."""
         return self._flat(Y, self.output_dim, "Y")[:, self.output_index]
 
-    def assemble(self, values):
+    def assemble(self, values: ArrayLike) -> np.ndarray:
         """Full outputs (n, output_dim) from per-part values (n, n_parts, output_part_size):
         the values of every part covering an entry, averaged (overlap-add / coverage)."""
         V = np.asarray(values, dtype=np.float64)
@@ -82,7 +83,8 @@ class Parts:
             raise ValueError(f"values must have shape (n, {self.n_parts}, "
                              f"{self.output_index.shape[1]}), got {V.shape}")
         out = np.zeros((V.shape[0], self.output_dim))
-        np.add.at(out, (slice(None), self.output_index), V)
+        # numpy's stub of ufunc.at refuses the (slice, array) index that numpy accepts
+        np.add.at(out, (slice(None), self.output_index), V)  # type: ignore[arg-type]
         return out / self.coverage()
 
 
@@ -91,7 +93,7 @@ class Blocks(Parts):
     p-th block of ``output_size`` outputs (section 6.1: x = (x_1, ..., x_|P|),
     y = (y_1, ..., y_|P|))."""
 
-    def __init__(self, n_blocks, input_size, output_size=1):
+    def __init__(self, n_blocks: int, input_size: int, output_size: int = 1) -> None:
         self.n_blocks = _posint(n_blocks, "n_blocks")
         self.input_size = _posint(input_size, "input_size")
         self.output_size = _posint(output_size, "output_size")
@@ -108,7 +110,7 @@ class Windows1D(Parts):
     """Windows of ``width`` consecutive entries of a sequence of ``length`` (inputs and outputs
     aligned), starting every ``stride`` entries; ``circular`` wraps them around the end."""
 
-    def __init__(self, length, width, stride=1, circular=False):
+    def __init__(self, length: int, width: int, stride: int = 1, circular: bool = False) -> None:
         self.length = _posint(length, "length")
         self.width = _posint(width, "width")
         self.stride = _posint(stride, "stride")
@@ -132,7 +134,8 @@ class Patches2D(Parts):
     pixels in both directions, wrapping around the borders when ``circular`` (section 6.2:
     20 x 20 patches at stride 5, every pixel in 16 patches).  Pixels are indexed row-major."""
 
-    def __init__(self, shape, size, stride=1, circular=True):
+    def __init__(self, shape: tuple[int, int], size: int, stride: int = 1,
+                 circular: bool = True) -> None:
         if (not isinstance(shape, (tuple, list)) or len(shape) != 2):
             raise ValueError(f"shape must be (height, width), got {shape!r}")
         self.shape = (_posint(shape[0], "shape[0]"), _posint(shape[1], "shape[1]"))

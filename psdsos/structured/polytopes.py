@@ -41,6 +41,7 @@ import warnings
 
 import cvxpy as cp
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import isotonic_regression, linear_sum_assignment
 from sklearn.exceptions import ConvergenceWarning
 
@@ -121,7 +122,7 @@ def _silence_highs_banner():
 # --------------------------------------------------------------------------------------
 # closed-form projections (plain functions, batched over rows)
 # --------------------------------------------------------------------------------------
-def project_box(Z, lo, hi):
+def project_box(Z: ArrayLike, lo: float, hi: float) -> np.ndarray:
     r"""Euclidean projection onto the box :math:`[lo, hi]^k`: entry-wise clipping.
 
     Parameters
@@ -140,7 +141,7 @@ def project_box(Z, lo, hi):
     return np.clip(Z, lo, hi)
 
 
-def project_simplex(Z):
+def project_simplex(Z: ArrayLike) -> np.ndarray:
     r"""Euclidean projection of each row onto the probability simplex (sorting algorithm).
 
     .. math::
@@ -203,32 +204,32 @@ class Polytope:
 
     shape: tuple = ()
 
-    def map_oracle(self, scores):
+    def map_oracle(self, scores: ArrayLike) -> np.ndarray:
         """Vertex maximizing ``<scores, v>`` (eq. 2), batched; ties broken deterministically."""
         t, single = _batch(scores, self.shape)
         return _unbatch(self._map(t), single)
 
-    def round(self, mu):
+    def round(self, mu: ArrayLike) -> np.ndarray:
         """Nearest vertex to ``mu`` (Euclidean): ``map_oracle(mu - 1/2)`` for 0/1 vertices."""
         t, single = _batch(mu, self.shape, "mu")
         return _unbatch(self._map(t - 0.5), single)
 
-    def cvxpy_constraints(self, mu):
+    def cvxpy_constraints(self, mu: cp.Expression) -> list[cp.Constraint]:
         """List of CVXPY constraints describing the polytope on ``mu`` (shape ``shape``)."""
         raise NotImplementedError
 
-    def contains(self, mu, atol=1e-9):
+    def contains(self, mu: ArrayLike, atol: float = 1e-9) -> np.ndarray | bool:
         """Boolean array: does each point of the batch lie in the polytope (to ``atol``)?"""
         t, single = _batch(mu, self.shape, "mu")
         return _unbatch(self._contains(t, atol), single)
 
-    def project_euclidean(self, theta):
+    def project_euclidean(self, theta: ArrayLike) -> np.ndarray:
         r""":math:`\operatorname{argmin}_{\mu \in \mathcal M} \|\mu - \theta\|_2` (eq. 5)."""
         raise NotImplementedError(
             f"Euclidean projection onto the {type(self).__name__} polytope is not implemented yet"
         )
 
-    def project_kl(self, theta):
+    def project_kl(self, theta: ArrayLike) -> np.ndarray:
         r""":math:`\operatorname{argmin}_{\mu \in \mathcal M} KL(\mu, e^{\theta - 1})` (eq. 5)."""
         raise NotImplementedError(
             f"KL projection onto the {type(self).__name__} polytope is not implemented yet"
@@ -253,7 +254,7 @@ class Simplex(Polytope):
     projection = softmax.
     """
 
-    def __init__(self, k):
+    def __init__(self, k: int) -> None:
         self.k = int(k)
         self.shape = (self.k,)
 
@@ -262,17 +263,17 @@ class Simplex(Polytope):
         out[np.arange(t.shape[0]), np.argmax(t, axis=1)] = 1.0
         return out
 
-    def cvxpy_constraints(self, mu):
+    def cvxpy_constraints(self, mu: cp.Expression) -> list[cp.Constraint]:
         return [mu >= 0, cp.sum(mu) == 1]
 
     def _contains(self, t, atol):
         return np.all(t >= -atol, axis=1) & (np.abs(t.sum(axis=1) - 1.0) <= atol * self.k)
 
-    def project_euclidean(self, theta):
+    def project_euclidean(self, theta: ArrayLike) -> np.ndarray:
         t, single = _batch(theta, self.shape, "theta")
         return _unbatch(project_simplex(t), single)
 
-    def project_kl(self, theta):
+    def project_kl(self, theta: ArrayLike) -> np.ndarray:
         t, single = _batch(theta, self.shape, "theta")
         e = np.exp(t - t.max(axis=1, keepdims=True))
         return _unbatch(e / e.sum(axis=1, keepdims=True), single)
@@ -286,24 +287,24 @@ class UnitCube(Polytope):
     :math:`\min(1, e^{\theta - 1})` (section 4).
     """
 
-    def __init__(self, k):
+    def __init__(self, k: int) -> None:
         self.k = int(k)
         self.shape = (self.k,)
 
     def _map(self, t):
         return (t > 0).astype(np.float64)
 
-    def cvxpy_constraints(self, mu):
+    def cvxpy_constraints(self, mu: cp.Expression) -> list[cp.Constraint]:
         return [mu >= 0, mu <= 1]
 
     def _contains(self, t, atol):
         return np.all((t >= -atol) & (t <= 1 + atol), axis=1)
 
-    def project_euclidean(self, theta):
+    def project_euclidean(self, theta: ArrayLike) -> np.ndarray:
         t, single = _batch(theta, self.shape, "theta")
         return _unbatch(np.clip(t, 0.0, 1.0), single)
 
-    def project_kl(self, theta):
+    def project_kl(self, theta: ArrayLike) -> np.ndarray:
         t, single = _batch(theta, self.shape, "theta")
         return _unbatch(np.exp(np.minimum(t - 1.0, 0.0)), single)
 
@@ -325,7 +326,7 @@ class Knapsack(Polytope):
         :math:`0 \le l \le u \le k`.
     """
 
-    def __init__(self, k, lower, upper):
+    def __init__(self, k: int, lower: int, upper: int) -> None:
         self.k = int(k)
         self.lower = int(lower)
         self.upper = int(upper)
@@ -343,7 +344,7 @@ class Knapsack(Polytope):
         take = (rank < self.lower) | ((rank < self.upper) & (t > 0))
         return take.astype(np.float64)
 
-    def cvxpy_constraints(self, mu):
+    def cvxpy_constraints(self, mu: cp.Expression) -> list[cp.Constraint]:
         s = cp.sum(mu)
         return [mu >= 0, mu <= 1, s >= self.lower, s <= self.upper]
 
@@ -352,7 +353,8 @@ class Knapsack(Polytope):
         return (np.all((t >= -atol) & (t <= 1 + atol), axis=1)
                 & (s >= self.lower - atol * self.k) & (s <= self.upper + atol * self.k))
 
-    def project_euclidean(self, theta, *, tol=1e-12, max_iter=200):
+    def project_euclidean(self, theta: ArrayLike, *, tol: float = 1e-12,
+                          max_iter: int = 200) -> np.ndarray:
         """Proposition 3; ``tol`` / ``max_iter``: bisection tolerance on the shift, iterations."""
         t, single = _batch(theta, self.shape, "theta")
         nu = np.clip(t, 0.0, 1.0)
@@ -375,7 +377,7 @@ class Knapsack(Polytope):
             out[rows] = np.clip(tr - 0.5 * (lo + hi)[:, None], 0.0, 1.0)
         return _unbatch(out, single)
 
-    def project_kl(self, theta):
+    def project_kl(self, theta: ArrayLike) -> np.ndarray:
         r""":math:`u = \min(1, e^{\theta - 1 - \tau})`, :math:`\tau` from the active bound
         of the sum (0 if none), exact by sorting (:func:`_projections.project_knapsack_kl`)."""
         t, single = _batch(theta, self.shape, "theta")
@@ -405,7 +407,7 @@ class Birkhoff(Polytope):
         (ConvergenceWarning).
     """
 
-    def __init__(self, k, *, tol=1e-10, max_iter=100):
+    def __init__(self, k: int, *, tol: float = 1e-10, max_iter: int = 100) -> None:
         self.k = int(k)
         self.shape = (self.k, self.k)
         self.tol = float(tol)
@@ -423,12 +425,12 @@ class Birkhoff(Polytope):
             )
         return _unbatch(res.P, single)
 
-    def project_euclidean(self, theta):
+    def project_euclidean(self, theta: ArrayLike) -> np.ndarray:
         r""":math:`\operatorname{argmin}_{P} \tfrac12\|P - \Theta\|^2` over doubly
         stochastic P (batched)."""
         return self._project(theta, kl=False)
 
-    def project_kl(self, theta):
+    def project_kl(self, theta: ArrayLike) -> np.ndarray:
         r""":math:`\operatorname{argmin}_{P} \langle P, \log P\rangle - \langle P,
         \Theta\rangle` over doubly stochastic P (batched)."""
         return self._project(theta, kl=True)
@@ -440,7 +442,7 @@ class Birkhoff(Polytope):
             out[j, rows, cols] = 1.0
         return out
 
-    def cvxpy_constraints(self, mu):
+    def cvxpy_constraints(self, mu: cp.Expression) -> list[cp.Constraint]:
         return [mu >= 0, cp.sum(mu, axis=0) == 1, cp.sum(mu, axis=1) == 1]
 
     def _contains(self, t, atol):
@@ -468,13 +470,13 @@ class OrderSimplex(Polytope):
         Number of ordered classes (the polytope lives in dimension k - 1 >= 1).
     """
 
-    def __init__(self, k):
+    def __init__(self, k: int) -> None:
         self.k = int(k)
         if self.k < 2:
             raise ValueError(f"the order simplex needs k >= 2 classes, got k={k}")
         self.shape = (self.k - 1,)
 
-    def map_labels(self, t):
+    def map_labels(self, t: np.ndarray) -> np.ndarray:
         """Label (number of leading ones) of the MAP vertex for a batch of scores (m, k-1)."""
         cum = np.concatenate([np.zeros((t.shape[0], 1)), np.cumsum(t, axis=1)], axis=1)
         return np.argmax(cum, axis=1)
@@ -483,7 +485,7 @@ class OrderSimplex(Polytope):
         y = self.map_labels(t)
         return (np.arange(self.k - 1)[None, :] < y[:, None]).astype(np.float64)
 
-    def cvxpy_constraints(self, mu):
+    def cvxpy_constraints(self, mu: cp.Expression) -> list[cp.Constraint]:
         cons = [mu[0] <= 1, mu[self.k - 2] >= 0]
         if self.k > 2:
             cons.append(mu[:-1] >= mu[1:])
@@ -495,14 +497,14 @@ class OrderSimplex(Polytope):
             ok &= np.all(t[:, :-1] >= t[:, 1:] - atol, axis=1)
         return ok
 
-    def project_euclidean(self, theta):
+    def project_euclidean(self, theta: ArrayLike) -> np.ndarray:
         # antitonic regression, then the clip to [0, 1]: with constant bounds the bounded
         # isotonic regression is the clipped unbounded one
         t, single = _batch(theta, self.shape, "theta")
         out = np.stack([isotonic_regression(row, increasing=False).x for row in t])
         return _unbatch(np.clip(out, 0.0, 1.0), single)
 
-    def project_kl(self, theta):
+    def project_kl(self, theta: ArrayLike) -> np.ndarray:
         r""":math:`\min(1, \exp(\mathrm{antitonic}(\theta - 1)))`
         (:func:`psdsos.structured._projections.project_order_simplex_kl`)."""
         t, single = _batch(theta, self.shape, "theta")
@@ -518,7 +520,7 @@ class RowSimplex(Polytope):
     not only permutations.
     """
 
-    def __init__(self, k):
+    def __init__(self, k: int) -> None:
         self.k = int(k)
         self.shape = (self.k, self.k)
 
@@ -529,19 +531,19 @@ class RowSimplex(Polytope):
         out[np.arange(m)[:, None], np.arange(self.k)[None, :], idx] = 1.0
         return out
 
-    def cvxpy_constraints(self, mu):
+    def cvxpy_constraints(self, mu: cp.Expression) -> list[cp.Constraint]:
         return [mu >= 0, cp.sum(mu, axis=1) == 1]
 
     def _contains(self, t, atol):
         return (np.all(t >= -atol, axis=(1, 2))
                 & np.all(np.abs(t.sum(axis=2) - 1) <= atol * self.k, axis=1))
 
-    def project_euclidean(self, theta):
+    def project_euclidean(self, theta: ArrayLike) -> np.ndarray:
         t, single = _batch(theta, self.shape, "theta")
         out = project_simplex(t.reshape(-1, self.k)).reshape(t.shape)
         return _unbatch(out, single)
 
-    def project_kl(self, theta):
+    def project_kl(self, theta: ArrayLike) -> np.ndarray:
         t, single = _batch(theta, self.shape, "theta")
         e = np.exp(t - t.max(axis=2, keepdims=True))
         return _unbatch(e / e.sum(axis=2, keepdims=True), single)
@@ -564,7 +566,7 @@ class Permutahedron(Polytope):
     k : int, optional
     """
 
-    def __init__(self, w=None, *, k=None):
+    def __init__(self, w: ArrayLike | None = None, *, k: int | None = None) -> None:
         if w is None:
             if k is None:
                 raise ValueError("Permutahedron needs w or k")
@@ -582,12 +584,12 @@ class Permutahedron(Polytope):
         np.put_along_axis(out, order, np.broadcast_to(self.w, t.shape), axis=1)
         return out
 
-    def round(self, mu):
+    def round(self, mu: ArrayLike) -> np.ndarray:
         """Nearest vertex to ``mu`` (Euclidean): the rearrangement of w in mu's order."""
         t, single = _batch(mu, self.shape, "mu")
         return _unbatch(self._map(t), single)
 
-    def cvxpy_constraints(self, mu):
+    def cvxpy_constraints(self, mu: cp.Expression) -> list[cp.Constraint]:
         cons = [cp.sum(mu) == float(self.w.sum())]
         cons += [cp.sum_largest(mu, j) <= float(self.w[:j].sum()) for j in range(1, self.k)]
         return cons
@@ -598,11 +600,11 @@ class Permutahedron(Polytope):
         top = np.cumsum(s, axis=1) <= np.cumsum(self.w)[None, :] + scale
         return np.all(top[:, :-1], axis=1) & (np.abs(s.sum(axis=1) - self.w.sum()) <= scale)
 
-    def project_euclidean(self, theta):
+    def project_euclidean(self, theta: ArrayLike) -> np.ndarray:
         t, single = _batch(theta, self.shape, "theta")
         return _unbatch(project_permutahedron_euclidean(t, self.w), single)
 
-    def project_kl(self, theta):
+    def project_kl(self, theta: ArrayLike) -> np.ndarray:
         t, single = _batch(theta, self.shape, "theta")
         return _unbatch(project_permutahedron_kl(t, self.w), single)
 
@@ -630,7 +632,7 @@ class PolytopeLP:
         deep-copied: the CVXPY problem is rebuilt.
     """
 
-    def __init__(self, polytope, solver="HIGHS"):
+    def __init__(self, polytope: Polytope, solver: str = "HIGHS") -> None:
         self.polytope = polytope
         self.solver = solver
         self._build()
@@ -649,7 +651,7 @@ class PolytopeLP:
         self.__dict__.update(state)
         self._build()
 
-    def solve(self, scores, *, rtol=1e-6):
+    def solve(self, scores: ArrayLike, *, rtol: float = 1e-6) -> np.ndarray:
         """Vertices maximizing ``<scores, v>``, one LP per row of the batch.
 
         Parameters

@@ -5,7 +5,10 @@ Riemannian gradient descent with unit step in the Bures-Wasserstein geometry.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from psdsos.geometry import bures_wasserstein_distance_squared, check_psd, sqrtm_psd
 from psdsos.geometry._matfun import spectral
@@ -19,6 +22,9 @@ from psdsos.structured.spaces._manifold import (
     _warn_not_converged,
 )
 from psdsos.structured.spaces.euclidean import project_psd_cone
+
+if TYPE_CHECKING:
+    import cvxpy as cp
 
 __all__ = ["BuresSpace"]
 
@@ -91,46 +97,47 @@ class BuresSpace(_RGDOptions, OutputSpace):
     name = "bures"
     decode_methods = ("cvxpy", "rgd")
 
-    def __init__(self, *, max_iter=100, tol=1e-8, solver="CLARABEL", solver_tol=1e-8):
+    def __init__(self, *, max_iter: int = 100, tol: float = 1e-8, solver: str = "CLARABEL",
+                 solver_tol: float = 1e-8) -> None:
         self.max_iter = max_iter
         self.tol = tol
         self.solver = solver
         self.solver_tol = solver_tol
         self.weights = "positive"
 
-    def check_Y(self, Y, name="Y"):
+    def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
         """(n, d, d) symmetric PSD matrices (rank-deficient allowed)."""
         A = _check_spd_stack(Y, name)
         return check_psd(A, name) if len(A) else A
 
-    def fit(self, Y_train):
+    def fit(self, Y_train: ArrayLike) -> BuresSpace:
         self._check_options()
         self.Y_train_ = self.check_Y(Y_train, "Y")
         self.roots_ = sqrtm_psd(self.Y_train_)
-        self._problem = None
+        self._problem: Any = None
         return self
 
-    def loss(self, Y_true, Y_pred):
+    def loss(self, Y_true: ArrayLike, Y_pred: ArrayLike) -> np.ndarray:
         """Squared Bures-Wasserstein distances, shape (n,)."""
         return np.atleast_1d(bures_wasserstein_distance_squared(Y_true, Y_pred))
 
-    def project(self, Z):
+    def project(self, Z: ArrayLike) -> np.ndarray:
         """KRLS projection: eigenvalue clipping at 0 (the PSD cone)."""
         return project_psd_cone(Z)
 
-    def objective(self, Y, w):
+    def objective(self, Y: ArrayLike, w: ArrayLike) -> np.ndarray:
         """F(Y) = sum_i w_i d_BW^2(Y, C_i) per Y of a batch (weights used as given)."""
         Y = np.asarray(Y, dtype=np.float64).reshape((-1,) + self.Y_train_.shape[1:])
         w = check_alpha(w, len(self.Y_train_), "w")
         D = bures_wasserstein_distance_squared(Y[:, None], self.Y_train_[None])
         return np.sum(w * D, axis=1)
 
-    def riemannian_gradient(self, Y, w):
+    def riemannian_gradient(self, Y: ArrayLike, w: ArrayLike) -> np.ndarray:
         """grad F(Y) = 2 (I - sum_i w_i T_{Y -> C_i}), shape (m, d, d) (Y nonsingular)."""
         Y = np.asarray(Y, dtype=np.float64).reshape((-1,) + self.Y_train_.shape[1:])
         w = check_alpha(w, len(self.Y_train_), "w")
         Tbar, _, _ = self._tbar(Y, w)
-        return 2.0 * (np.eye(Y.shape[1]) - Tbar)
+        return 2.0 * (np.eye(self.Y_train_.shape[-1]) - Tbar)
 
     def _tbar(self, Y, W):
         s, U = np.linalg.eigh(Y)
@@ -145,7 +152,7 @@ class BuresSpace(_RGDOptions, OutputSpace):
         Tbar = Yih @ A @ Yih
         return 0.5 * (Tbar + np.swapaxes(Tbar, -1, -2)), A, Yih
 
-    def cvxpy_problem(self):
+    def cvxpy_problem(self) -> tuple[cp.Problem, cp.Variable, cp.Parameter]:
         """The barycenter SDP, built once: ``(problem, Y variable, w parameter)``."""
         import cvxpy as cp
 
@@ -162,7 +169,7 @@ class BuresSpace(_RGDOptions, OutputSpace):
             self._problem = (prob, Y, w)
         return self._problem
 
-    def decode(self, alpha, method="auto"):
+    def decode(self, alpha: ArrayLike, method: str = "auto") -> np.ndarray:
         """BW barycenters with the positive-part weights, shape (n_test, d, d), PSD."""
         method = resolve_method(self, method)
         self._check_options()
@@ -212,6 +219,6 @@ class BuresSpace(_RGDOptions, OutputSpace):
         _warn_not_converged(self, gnorm, tol, max_iter)
         return Y
 
-    def to_config(self):
+    def to_config(self) -> dict[str, Any]:
         return {"max_iter": int(self.max_iter), "tol": float(self.tol), "solver": self.solver,
                 "solver_tol": float(self.solver_tol)}

@@ -39,9 +39,11 @@ from __future__ import annotations
 
 import numbers
 from collections import namedtuple
+from typing import Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.exceptions import NotFittedError
 
 from psdsos._validation import check_choice, check_scalar
@@ -156,7 +158,7 @@ def _kind(A):
     return "obj"
 
 
-def _finite(Z, name, tail):
+def _finite(Z: ArrayLike, name: str, tail: tuple) -> np.ndarray:
     """``Z`` as a finite float array of shape (n, *tail)."""
     A = as_finite(Z, name)
     if A.ndim != 1 + len(tail) or A.shape[1:] != tuple(tail):
@@ -176,6 +178,10 @@ def _onehot_sparse(codes, k):
                         shape=(n, k))
 
 
+_PolyT = TypeVar("_PolyT", bound="_PolytopeSpace")
+_LabelT = TypeVar("_LabelT", bound="_LabelSpace")
+
+
 class _PolytopeSpace(OutputSpace):
     """Shared machinery: embedding, (V, b, c), scores, oracle and LP decoding.
 
@@ -187,12 +193,15 @@ class _PolytopeSpace(OutputSpace):
     """
 
     decode_methods = ("oracle", "cvxpy")
+    # constructor parameters of the subclasses
+    k: int | None
+    lp_solver: str
 
     # --- to be provided by subclasses -------------------------------------------------
     def _make_polytope(self):
         raise NotImplementedError
 
-    def embed(self, Y):
+    def embed(self, Y: ArrayLike) -> np.ndarray:
         """Embedding phi(Y), flattened: dense array of shape (n, p)."""
         raise NotImplementedError
 
@@ -200,7 +209,7 @@ class _PolytopeSpace(OutputSpace):
         """Outputs (Y format) from a batch of vertices of shape (m, *polytope.shape)."""
         raise NotImplementedError
 
-    def affine_decomposition(self):
+    def affine_decomposition(self) -> AffineDecomposition:
         """(V, b, c) of eq. 9 (see :class:`AffineDecomposition`); V is dense (p, p)."""
         raise NotImplementedError
 
@@ -228,7 +237,7 @@ class _PolytopeSpace(OutputSpace):
         self._lp_solver = check_choice(self.lp_solver, "lp_solver", LP_SOLVERS)
         check_scalar(self.k, "k", lower=1, integer=True, allow_none=True)
 
-    def fit(self, Y_train):
+    def fit(self: _PolyT, Y_train: ArrayLike) -> _PolyT:
         """Validate Y, fix k, build the polytope and store what decoding needs.
 
         Parameters
@@ -247,7 +256,7 @@ class _PolytopeSpace(OutputSpace):
         self.Y_train_ = self.check_Y(Y, "Y")
         self.polytope_ = self._make_polytope()
         self._train = self._train_structure(self.Y_train_)
-        self._lp = None
+        self._lp: Any = None
         return self
 
     def _check_fitted(self):
@@ -259,7 +268,7 @@ class _PolytopeSpace(OutputSpace):
         size = max(1, _BLOCK_ENTRIES // max(p, 1))
         return [slice(i, min(i + size, m)) for i in range(0, m, size)] or [slice(0, 0)]
 
-    def scores(self, alpha):
+    def scores(self, alpha: ArrayLike) -> np.ndarray:
         r"""MAP scores :math:`\theta = -(V g + s\, b)` of the SELF objective (eq. 9, 11).
 
         Parameters
@@ -275,14 +284,14 @@ class _PolytopeSpace(OutputSpace):
         a = check_alpha(alpha, len(self.Y_train_))
         return self._theta(a).reshape((a.shape[0],) + self.polytope_.shape)
 
-    def lp(self):
+    def lp(self) -> PolytopeLP:
         """The decoding LP (:class:`PolytopeLP`), built once on first use and cached."""
         self._check_fitted()
         if self._lp is None:
             self._lp = PolytopeLP(self.polytope_, solver=self._lp_solver)
         return self._lp
 
-    def decode(self, alpha, method="auto"):
+    def decode(self, alpha: ArrayLike, method: str = "auto") -> np.ndarray:
         r"""SELF prediction :math:`\operatorname{argmin}_y \sum_i \alpha_i L(y, y_i)`.
 
         Parameters
@@ -312,7 +321,7 @@ class _PolytopeSpace(OutputSpace):
             out.append(self._from_vertices(M))
         return np.concatenate(out, axis=0)
 
-    def objective(self, alpha, Y):
+    def objective(self, alpha: ArrayLike, Y: ArrayLike) -> np.ndarray:
         r"""SELF objective :math:`\sum_i \alpha_i L(y, y_i)` for each candidate row of ``Y``.
 
         Computed through eq. 9; ``alpha`` of shape (n_train,) (one test point) and ``Y`` a
@@ -325,7 +334,7 @@ class _PolytopeSpace(OutputSpace):
         P = self.embed(self.check_Y(Y, "Y"))
         return -(P @ self._theta(a)[0]) + a[0] @ self._c_train()
 
-    def score(self, Y_true, Y_pred):
+    def score(self, Y_true: ArrayLike, Y_pred: ArrayLike) -> float:
         """Score of predictions, higher is better: minus the mean loss (see each space)."""
         return -float(np.mean(self.loss(Y_true, Y_pred)))
 
@@ -343,12 +352,13 @@ class _LabelSpace(_PolytopeSpace):
     #: word used in error messages ("class", "ordinal")
     _label_word = "class"
 
-    def __init__(self, k=None, *, classes=None, lp_solver="HIGHS"):
+    def __init__(self, k: int | None = None, *, classes: ArrayLike | None = None,
+                 lp_solver: str = "HIGHS") -> None:
         self.k = k
         self.classes = classes
         self.lp_solver = lp_solver
 
-    def to_config(self):
+    def to_config(self) -> dict[str, Any]:
         classes = None if self.classes is None else np.asarray(self.classes).tolist()
         return {"k": None if self.k is None else int(self.k), "classes": classes,
                 "lp_solver": self.lp_solver}
@@ -368,7 +378,7 @@ class _LabelSpace(_PolytopeSpace):
         super()._check_params()
         self._given_classes()
 
-    def check_Y(self, Y, name="Y"):
+    def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
         """Labels of shape (n,); ValueError naming ``name`` otherwise.
 
         With ``k`` (and no ``classes``): integers in 0..k-1.  With ``classes``: members of
@@ -403,7 +413,7 @@ class _LabelSpace(_PolytopeSpace):
     def _infer_k(self, Y):
         return len(self._infer_classes(Y))
 
-    def fit(self, Y_train):
+    def fit(self: _LabelT, Y_train: ArrayLike) -> _LabelT:
         """Validate the labels, fix ``classes_`` (and k = len(classes_)), build the polytope.
 
         Parameters
@@ -424,7 +434,7 @@ class _LabelSpace(_PolytopeSpace):
         self.Y_train_ = Y
         self.polytope_ = self._make_polytope()
         self._train = self._train_structure(Y)
-        self._lp = None
+        self._lp: Any = None
         return self
 
     def _check_k(self, k):
@@ -453,7 +463,7 @@ class _LabelSpace(_PolytopeSpace):
         found = sorted_c[pos] == Y
         return order[pos], np.asarray(found, dtype=bool)
 
-    def encode(self, Y, name="Y"):
+    def encode(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
         """Positions 0..k-1 of labels in ``classes_`` (ValueError for unknown labels)."""
         if not hasattr(self, "classes_"):
             raise NotFittedError(f"{type(self).__name__} is not fitted: call fit(Y_train) first")
@@ -519,7 +529,7 @@ class MulticlassSpace(_LabelSpace):
     def _make_polytope(self):
         return Simplex(self.k_)
 
-    def embed(self, Y):
+    def embed(self, Y: ArrayLike) -> np.ndarray:
         codes = self.encode(Y)
         out = np.zeros((len(codes), self.k_))
         out[np.arange(len(codes)), codes] = 1.0
@@ -534,17 +544,17 @@ class MulticlassSpace(_LabelSpace):
     def _c_train(self):
         return np.zeros(len(self.Y_train_))
 
-    def affine_decomposition(self):
+    def affine_decomposition(self) -> AffineDecomposition:
         k = self.k_
         return AffineDecomposition(np.ones((k, k)) - np.eye(k), np.zeros(k),
                                    lambda Y: np.zeros(len(Y)))
 
-    def loss(self, Y_true, Y_pred):
+    def loss(self, Y_true: ArrayLike, Y_pred: ArrayLike) -> np.ndarray:
         """0-1 loss per sample, shape (n,)."""
         T, P = self._pair(Y_true, Y_pred)
         return np.asarray(T != P, dtype=np.float64)
 
-    def score(self, Y_true, Y_pred):
+    def score(self, Y_true: ArrayLike, Y_pred: ArrayLike) -> float:
         """Accuracy, the fraction of ``Y_true == Y_pred`` (scikit-learn's classifier score)."""
         return 1.0 - float(np.mean(self.loss(Y_true, Y_pred)))
 
@@ -582,21 +592,21 @@ class MultilabelSpace(_PolytopeSpace):
 
     name = "multilabel"
 
-    def __init__(self, k=None, *, min_labels=0, max_labels=None, normalize=True,
-                 lp_solver="HIGHS"):
+    def __init__(self, k: int | None = None, *, min_labels: int = 0, max_labels: int | None = None,
+                 normalize: bool = True, lp_solver: str = "HIGHS") -> None:
         self.k = k
         self.min_labels = min_labels
         self.max_labels = max_labels
         self.normalize = normalize
         self.lp_solver = lp_solver
 
-    def to_config(self):
+    def to_config(self) -> dict[str, Any]:
         return {"k": None if self.k is None else int(self.k),
                 "min_labels": int(self.min_labels),
                 "max_labels": None if self.max_labels is None else int(self.max_labels),
                 "normalize": bool(self.normalize), "lp_solver": self.lp_solver}
 
-    def check_Y(self, Y, name="Y"):
+    def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
         """0/1 array of shape (n, k); ValueError naming ``name`` otherwise."""
         A = _int_array(Y, name, 2, "0/1 label indicators")
         k = self._k_known()
@@ -619,7 +629,7 @@ class MultilabelSpace(_PolytopeSpace):
                           allow_none=True)
         return int(lo), (k if hi is None else int(hi))
 
-    def fit(self, Y_train):
+    def fit(self, Y_train: ArrayLike) -> MultilabelSpace:
         if not isinstance(self.normalize, bool | np.bool_):
             raise ValueError(f"normalize must be a bool, got {self.normalize!r}")
         return super().fit(Y_train)
@@ -630,7 +640,7 @@ class MultilabelSpace(_PolytopeSpace):
             return UnitCube(self.k_)
         return Knapsack(self.k_, lo, hi)
 
-    def embed(self, Y):
+    def embed(self, Y: ArrayLike) -> np.ndarray:
         return self.check_Y(Y, "Y").astype(np.float64)
 
     def _train_structure(self, Y):
@@ -648,7 +658,7 @@ class MultilabelSpace(_PolytopeSpace):
     def _from_vertices(self, M):
         return np.rint(M).astype(np.int64)
 
-    def project(self, Z):
+    def project(self, Z: ArrayLike) -> np.ndarray:
         """Nearest label set (Euclidean) to per-label ridge predictions ``Z`` (n_test, k).
 
         The KRLS baseline: threshold at 1/2 on the unit cube, the nearest vertex of the
@@ -661,12 +671,12 @@ class MultilabelSpace(_PolytopeSpace):
     def _scale(self):
         return 1.0 / self.k_ if self.normalize else 1.0
 
-    def affine_decomposition(self):
+    def affine_decomposition(self) -> AffineDecomposition:
         k, w = self.k_, self._scale()
         return AffineDecomposition(-2.0 * w * np.eye(k), w * np.ones(k),
                                    lambda Y: w * self.check_Y(Y, "Y").sum(axis=1))
 
-    def loss(self, Y_true, Y_pred):
+    def loss(self, Y_true: ArrayLike, Y_pred: ArrayLike) -> np.ndarray:
         """Hamming loss per sample (fraction of wrong labels if ``normalize``), shape (n,)."""
         T, P = self._pair(Y_true, Y_pred)
         return (T != P).sum(axis=1) * self._scale_for(T.shape[1])
@@ -701,16 +711,17 @@ class RankingSpace(_PolytopeSpace):
 
     name = "ranking"
 
-    def __init__(self, k=None, *, normalize=True, lp_solver="HIGHS"):
+    def __init__(self, k: int | None = None, *, normalize: bool = True,
+                 lp_solver: str = "HIGHS") -> None:
         self.k = k
         self.normalize = normalize
         self.lp_solver = lp_solver
 
-    def to_config(self):
+    def to_config(self) -> dict[str, Any]:
         return {"k": None if self.k is None else int(self.k),
                 "normalize": bool(self.normalize), "lp_solver": self.lp_solver}
 
-    def check_Y(self, Y, name="Y"):
+    def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
         """Rows that are permutations of 0..k-1 (shape (n, k)); ValueError naming ``name``."""
         A = _int_array(Y, name, 2, "rank vectors (permutations of 0..k-1)")
         k = self._k_known()
@@ -725,7 +736,7 @@ class RankingSpace(_PolytopeSpace):
                              f"= rank of label i); row {bad} is {A[bad].tolist()}")
         return A
 
-    def fit(self, Y_train):
+    def fit(self, Y_train: ArrayLike) -> RankingSpace:
         if not isinstance(self.normalize, bool | np.bool_):
             raise ValueError(f"normalize must be a bool, got {self.normalize!r}")
         return super().fit(Y_train)
@@ -736,7 +747,7 @@ class RankingSpace(_PolytopeSpace):
     def _make_polytope(self):
         return Birkhoff(self.k_)
 
-    def permutation_matrices(self, Y):
+    def permutation_matrices(self, Y: ArrayLike) -> np.ndarray:
         """Permutation matrices phi(Y) of shape (n, k, k): ``P[i, y_i] = 1``."""
         Y = self.check_Y(Y, "Y")
         n, k = Y.shape
@@ -744,7 +755,7 @@ class RankingSpace(_PolytopeSpace):
         P[np.arange(n)[:, None], np.arange(k)[None, :], Y] = 1.0
         return P
 
-    def embed(self, Y):
+    def embed(self, Y: ArrayLike) -> np.ndarray:
         P = self.permutation_matrices(Y)
         return P.reshape(P.shape[0], -1)
 
@@ -768,7 +779,7 @@ class RankingSpace(_PolytopeSpace):
     def _from_vertices(self, M):
         return np.argmax(M, axis=2).astype(np.int64)
 
-    def project(self, Z):
+    def project(self, Z: ArrayLike) -> np.ndarray:
         r"""Nearest rank vector (Euclidean) to ridge predictions of the ranks ``Z`` (n_test, k).
 
         The KRLS baseline on the rank-vector encoding (the permutahedron's):
@@ -784,13 +795,13 @@ class RankingSpace(_PolytopeSpace):
         ranks[np.arange(len(Z))[:, None], order] = np.arange(self.k_)[None, :]
         return ranks.astype(np.int64)
 
-    def affine_decomposition(self):
+    def affine_decomposition(self) -> AffineDecomposition:
         k = self.k_
         w = self._weight()
         return AffineDecomposition(-w * np.eye(k * k), np.zeros(k * k),
                                    lambda Y: np.full(len(self.check_Y(Y, "Y")), w * k))
 
-    def loss(self, Y_true, Y_pred):
+    def loss(self, Y_true: ArrayLike, Y_pred: ArrayLike) -> np.ndarray:
         """Hamming loss per sample (fraction of misplaced labels if ``normalize``), (n,)."""
         T, P = self._pair(Y_true, Y_pred)
         return (T != P).sum(axis=1) * (1.0 / T.shape[1] if self.normalize else 1.0)
@@ -851,7 +862,7 @@ class OrdinalSpace(_LabelSpace):
     def _make_polytope(self):
         return OrderSimplex(self.k_)
 
-    def embed(self, Y):
+    def embed(self, Y: ArrayLike) -> np.ndarray:
         codes = self.encode(Y)
         return (np.arange(self.k_ - 1)[None, :] < codes[:, None]).astype(np.float64)
 
@@ -867,7 +878,7 @@ class OrdinalSpace(_LabelSpace):
     def _c_train(self):
         return self._train["codes"].astype(np.float64)
 
-    def project(self, Z):
+    def project(self, Z: ArrayLike) -> np.ndarray:
         """Nearest label to ridge predictions of the position ``Z`` (n_test,): clip and round.
 
         The "ridge regression + rounding" baseline of ordinal regression (halves round up),
@@ -877,7 +888,7 @@ class OrdinalSpace(_LabelSpace):
         Z = _finite(Z, "Z", ())
         return self.classes_[np.clip(np.floor(Z + 0.5), 0, self.k_ - 1).astype(np.int64)]
 
-    def affine_decomposition(self):
+    def affine_decomposition(self) -> AffineDecomposition:
         p = self.k_ - 1
         return AffineDecomposition(-2.0 * np.eye(p), np.ones(p),
                                    lambda Y: self.encode(Y).astype(np.float64))
@@ -899,7 +910,7 @@ class OrdinalSpace(_LabelSpace):
             pos[~found] = ins - 0.5
         return pos
 
-    def loss(self, Y_true, Y_pred):
+    def loss(self, Y_true: ArrayLike, Y_pred: ArrayLike) -> np.ndarray:
         """Absolute loss ``|pos(y_true) - pos(y_pred)|`` per sample, shape (n,).
 
         Positions in ``classes_`` (the label values themselves when ``k`` is given).

@@ -31,12 +31,18 @@ weights (no negative-weight policy needed) and a convex problem for every convex
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from psdsos.sos import project_psd
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import as_finite, check_float, solve_parametric
 from psdsos.structured.polytopes import project_box, project_simplex
+
+if TYPE_CHECKING:
+    import cvxpy as cp
 
 __all__ = ["EuclideanSpace", "project_psd_cone"]
 
@@ -45,7 +51,7 @@ __all__ = ["EuclideanSpace", "project_psd_cone"]
 # closed-form projection onto the PSD cone (project_box and project_simplex:
 # psdsos.structured.polytopes)
 # --------------------------------------------------------------------------------------
-def project_psd_cone(S, floor=0.0):
+def project_psd_cone(S: ArrayLike, floor: float = 0.0) -> NDArray[np.float64]:
     r"""Projection of symmetric matrices onto :math:`\{Y \succeq \text{floor}\cdot I\}`.
 
     .. math::
@@ -127,15 +133,17 @@ class EuclideanSpace(OutputSpace):
 
     name = "euclidean"
 
-    def __init__(self, constraint=None, *, lo=0.0, hi=1.0, solver="CLARABEL", tol=1e-9):
+    def __init__(self, constraint: str | None = None, *, lo: float = 0.0, hi: float = 1.0,
+                 solver: str = "CLARABEL", tol: float = 1e-9) -> None:
         self.constraint = constraint
         self.lo = lo
         self.hi = hi
         self.solver = solver
         self.tol = tol
 
+    # OutputSpace declares decode_methods as a class attribute; computed here from constraint
     @property
-    def decode_methods(self):
+    def decode_methods(self) -> tuple[str, ...]:  # type: ignore[override]
         return ("closed_form",) if self.constraint is None else ("cvxpy", "closed_form")
 
     def _check_params(self):
@@ -150,7 +158,7 @@ class EuclideanSpace(OutputSpace):
                 raise ValueError(f"lo must be <= hi, got lo={lo}, hi={hi}")
 
     # ---- Y ---------------------------------------------------------------------------
-    def check_Y(self, Y, name="Y"):
+    def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
         """Validate Y: finite, (n, k) (or (n,) / (n, d, d), see the class docstring), in C."""
         self._check_params()
         A = as_finite(Y, name)
@@ -196,15 +204,15 @@ class EuclideanSpace(OutputSpace):
                 )
         return A
 
-    def fit(self, Y_train):
+    def fit(self, Y_train: ArrayLike) -> EuclideanSpace:
         Y = np.asarray(Y_train)
         self._1d = self.constraint != "psd" and Y.ndim == 1
         self.Y_train_ = self.check_Y(Y_train, "Y")
         self._shape = self.Y_train_.shape[1:]
-        self._problem = None
+        self._problem: Any = None
         return self
 
-    def loss(self, Y_true, Y_pred):
+    def loss(self, Y_true: ArrayLike, Y_pred: ArrayLike) -> np.ndarray:
         r"""Squared Euclidean (Frobenius) distance per sample, shape (n,)."""
         T = as_finite(Y_true, "Y_true")
         P = as_finite(Y_pred, "Y_pred")
@@ -215,7 +223,7 @@ class EuclideanSpace(OutputSpace):
         return np.sum((T - P) ** 2, axis=1)
 
     # ---- decoding --------------------------------------------------------------------
-    def project(self, Z):
+    def project(self, Z: ArrayLike) -> np.ndarray:
         """Closed-form projection onto C of ambient predictions ``(n, *output_shape)``."""
         self._check_params()
         Z = as_finite(Z, "Z")
@@ -228,7 +236,7 @@ class EuclideanSpace(OutputSpace):
         d = int(round(np.sqrt(np.prod(Z.shape[1:]))))
         return project_psd_cone(Z.reshape(-1, d, d)).reshape(Z.shape)
 
-    def cvxpy_problem(self):
+    def cvxpy_problem(self) -> tuple[cp.Problem, cp.Variable, cp.Parameter]:
         """The decoding program, built once: ``(problem, y variable, m parameter)``.
 
         ``minimize ||y - m||^2 s.t. y in C`` with ``m`` a ``cp.Parameter`` of the output
@@ -255,7 +263,7 @@ class EuclideanSpace(OutputSpace):
             self._problem = (prob, y, m)
         return self._problem
 
-    def decode(self, alpha, method="auto"):
+    def decode(self, alpha: ArrayLike, method: str = "auto") -> np.ndarray:
         """Predictions ``Pi_C(alpha @ Y_train)``, shape ``(n_test, *output_shape)``."""
         method = resolve_method(self, method)
         A = check_alpha(alpha, len(self.Y_train_))
@@ -275,6 +283,6 @@ class EuclideanSpace(OutputSpace):
                 P[t] = np.asarray(y.value).reshape(Z.shape[1:])
         return P[:, 0] if getattr(self, "_1d", False) else P
 
-    def to_config(self):
+    def to_config(self) -> dict[str, Any]:
         return {"constraint": self.constraint, "lo": float(self.lo), "hi": float(self.hi),
                 "solver": self.solver, "tol": float(self.tol)}

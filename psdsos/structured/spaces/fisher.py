@@ -5,7 +5,10 @@ descent on the positive orthant of the sphere.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import as_finite, check_float
@@ -14,6 +17,7 @@ from psdsos.structured.spaces._manifold import _MIN_STEP, _RGDOptions, _warn_not
 from psdsos.structured.spaces.sphere import (
     SphereSpace,
     _next_step,
+    _sphere_loss,
     best_start,
     normalized_weights,
     sphere_angles,
@@ -24,7 +28,7 @@ from psdsos.structured.spaces.sphere import (
 __all__ = ["FisherSimplexSpace"]
 
 
-def project_orthant_cap(V, c):
+def project_orthant_cap(V: np.ndarray, c: np.ndarray) -> np.ndarray:
     r"""Nearest points of :math:`C_c = \{z \in S^{k-1} : z_j \ge c\}` to the rows of V.
 
     For :math:`\|x\| = 1`, :math:`\|x - v\|^2 = 1 - 2\langle x, v\rangle + \|v\|^2`, so the
@@ -49,7 +53,8 @@ def project_orthant_cap(V, c):
     return X / np.linalg.norm(X, axis=1, keepdims=True)
 
 
-def cone_projection_norm(z, u, c, rtol=1e-12):
+def cone_projection_norm(z: np.ndarray, u: np.ndarray, c: np.ndarray,
+                         rtol: float = 1e-12) -> np.ndarray:
     r"""Norm of the projection of the tangent vectors u onto the tangent cone of
     :math:`C_c` at z: :math:`\{v : \langle v, z\rangle = 0,\ v_j \ge 0 \text{ where }
     z_j = c\}`.
@@ -150,13 +155,14 @@ class FisherSimplexSpace(_RGDOptions, OutputSpace):
     name = "fisher_simplex"
     decode_methods = ("rgd",)
 
-    def __init__(self, *, eps=1e-5, weights="signed", max_iter=200, tol=1e-8):
+    def __init__(self, *, eps: float = 1e-5, weights: str = "signed", max_iter: int = 200,
+                 tol: float = 1e-8) -> None:
         self.eps = eps
         self.weights = weights
         self.max_iter = max_iter
         self.tol = tol
 
-    def check_Y(self, Y, name="Y"):
+    def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
         """(n, k) histograms: non-negative rows summing to 1 (to 1e-8)."""
         A = as_finite(Y, name)
         if A.ndim != 2 or A.shape[1] < 1:
@@ -167,12 +173,12 @@ class FisherSimplexSpace(_RGDOptions, OutputSpace):
             )
         return np.maximum(A, 0.0)
 
-    def floor(self, Y):
+    def floor(self, Y: ArrayLike) -> np.ndarray:
         """Histograms floored at ``eps`` and renormalized (entries >= eps / (1 + k eps))."""
         Yf = np.maximum(Y, float(self.eps))
         return Yf / Yf.sum(axis=1, keepdims=True)
 
-    def fit(self, Y_train):
+    def fit(self, Y_train: ArrayLike) -> FisherSimplexSpace:
         self._check_options()
         eps = check_float(self.eps, "eps", positive=True)
         self.Y_train_ = self.check_Y(Y_train, "Y")
@@ -185,13 +191,13 @@ class FisherSimplexSpace(_RGDOptions, OutputSpace):
         self.delta_ = eps / (1.0 + k * eps)
         return self
 
-    def loss(self, Y_true, Y_pred):
+    def loss(self, Y_true: ArrayLike, Y_pred: ArrayLike) -> np.ndarray:
         """Squared Fisher-Rao (paper's normalization) distances, shape (n,)."""
         T = np.sqrt(np.maximum(as_finite(Y_true, "Y_true"), 0.0))
         P = np.sqrt(np.maximum(as_finite(Y_pred, "Y_pred"), 0.0))
-        return SphereSpace.loss(self, T, P)
+        return _sphere_loss(T, P)
 
-    def project(self, Z):
+    def project(self, Z: ArrayLike) -> np.ndarray:
         """KRLS projection: Euclidean projection of each row onto the simplex."""
         return project_simplex(Z)
 
@@ -202,19 +208,19 @@ class FisherSimplexSpace(_RGDOptions, OutputSpace):
         z = np.sqrt(y)
         return z / np.linalg.norm(z, axis=1, keepdims=True)
 
-    def objective(self, y, w):
+    def objective(self, y: ArrayLike, w: ArrayLike) -> np.ndarray:
         """F at the histograms ``y`` (rows), weights used as given."""
         w = check_alpha(w, len(self.Y_train_), "w")
         return sphere_eval(self._roots(y), w, self.sphere_.Y_train_)[0]
 
-    def stationarity(self, y, w):
+    def stationarity(self, y: ArrayLike, w: ArrayLike) -> np.ndarray:
         """First-order measure of min over Delta_delta at the histograms ``y`` (rows)."""
         w = check_alpha(w, len(self.Y_train_), "w")
         z = self._roots(y)
         _, G, _ = sphere_eval(z, w, self.sphere_.Y_train_)
         return cone_projection_norm(z, 2.0 * G, np.sqrt(self.delta_))
 
-    def decode(self, alpha, method="auto"):
+    def decode(self, alpha: ArrayLike, method: str = "auto") -> np.ndarray:
         """Histograms of eq. 2 over Delta_delta, shape (n_test, k)."""
         resolve_method(self, method)
         self._check_options()
@@ -279,7 +285,7 @@ class FisherSimplexSpace(_RGDOptions, OutputSpace):
             gnorm[acc] = cone_projection_norm(z[acc], 2.0 * G[acc], c)
         return z, F, gnorm, n_iter
 
-    def to_config(self):
+    def to_config(self) -> dict[str, Any]:
         return {"eps": float(self.eps), "weights": self.weights, "max_iter": int(self.max_iter),
                 "tol": float(self.tol)}
 

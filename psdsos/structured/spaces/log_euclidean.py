@@ -4,8 +4,10 @@ r"""SPD matrices with the log-Euclidean distance: closed-form decoding.
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
 
 from psdsos.geometry import check_spd, log_euclidean_distance, logm_spd
@@ -15,7 +17,7 @@ from psdsos.structured._common import check_policy, policy_weights, warn_no_mini
 from psdsos.structured.spaces._manifold import _check_spd_stack
 from psdsos.structured.spaces._spd_robust import LOG_COND as _LOG_COND
 from psdsos.structured.spaces._spd_robust import clip_window as _clip_window
-from psdsos.structured.spaces.spd import SPDSpace
+from psdsos.structured.spaces.spd import _clip_eigenvalues
 
 __all__ = ["LogEuclideanSPDSpace"]
 
@@ -64,29 +66,29 @@ class LogEuclideanSPDSpace(OutputSpace):
     name = "spd_logeuclidean"
     decode_methods = ("closed_form",)
 
-    def __init__(self, *, weights="signed"):
+    def __init__(self, *, weights: str = "signed") -> None:
         self.weights = weights
 
-    def check_Y(self, Y, name="Y"):
+    def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
         """(n, d, d) symmetric positive definite matrices; ValueError naming ``name``."""
         A = _check_spd_stack(Y, name)
         return check_spd(A, name) if len(A) else A
 
-    def fit(self, Y_train):
+    def fit(self, Y_train: ArrayLike) -> LogEuclideanSPDSpace:
         check_policy(self.weights)
         self.Y_train_ = self.check_Y(Y_train, "Y")
         self.logs_ = logm_spd(self.Y_train_)
         return self
 
-    def loss(self, Y_true, Y_pred):
+    def loss(self, Y_true: ArrayLike, Y_pred: ArrayLike) -> np.ndarray:
         """Squared log-Euclidean distances, shape (n,)."""
         return np.atleast_1d(log_euclidean_distance(Y_true, Y_pred)) ** 2
 
-    def project(self, Z, floor=1e-12):
+    def project(self, Z: ArrayLike, floor: float = 1e-12) -> np.ndarray:
         """KRLS projection: eigenvalue clipping as :meth:`SPDSpace.project`."""
-        return SPDSpace.project(self, Z, floor)
+        return _clip_eigenvalues(Z, floor)
 
-    def decode(self, alpha, method="auto"):
+    def decode(self, alpha: ArrayLike, method: str = "auto") -> np.ndarray:
         """exp(sum_i w_i log Y_i), shape (n_test, d, d)."""
         resolve_method(self, method)
         check_policy(self.weights)
@@ -109,5 +111,5 @@ class LogEuclideanSPDSpace(OutputSpace):
             )
         return spectral(np.exp(mu), V)
 
-    def to_config(self):
+    def to_config(self) -> dict[str, Any]:
         return {"weights": self.weights}

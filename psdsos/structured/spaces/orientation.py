@@ -24,6 +24,7 @@ returned).  Angles are returned in :math:`(-\pi/2, \pi/2]`.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import as_finite
@@ -31,7 +32,7 @@ from psdsos.structured._common import as_finite
 __all__ = ["OrientationSpace", "wrap_orientation"]
 
 
-def wrap_orientation(y):
+def wrap_orientation(y: ArrayLike) -> np.ndarray:
     """Angles modulo pi, in (-pi/2, pi/2]."""
     y = np.asarray(y, dtype=np.float64)
     z = np.mod(y + np.pi / 2, np.pi) - np.pi / 2  # in [-pi/2, pi/2)
@@ -48,31 +49,31 @@ class OrientationSpace(OutputSpace):
     name = "orientation"
     decode_methods = ("closed_form",)
 
-    def check_Y(self, Y, name="Y"):
+    def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
         A = as_finite(Y, name)
         if A.ndim != 1 or A.shape[0] < 1:
             raise ValueError(f"{name} must be angles of shape (n_samples,), got shape {A.shape}")
         return A
 
-    def fit(self, Y_train):
+    def fit(self, Y_train: ArrayLike) -> OrientationSpace:
         self.Y_train_ = self.check_Y(Y_train, "Y")
         self._psi = np.exp(2j * self.Y_train_)
         return self
 
-    def decode(self, alpha, method="auto"):
+    def decode(self, alpha: ArrayLike, method: str = "auto") -> np.ndarray:
         """:math:`\\tfrac12 \\arg \\sum_i \\alpha_i e^{2 i y_i}` per test point, shape (n_test,)."""
         resolve_method(self, method)
         a = check_alpha(alpha, len(self.Y_train_))
         c = a @ self._psi
         return wrap_orientation(0.5 * np.angle(c))
 
-    def objective(self, alpha, Z):
+    def objective(self, alpha: ArrayLike, Z: ArrayLike) -> np.ndarray:
         """:math:`\\sum_i \\alpha_i \\sin^2(z - y_i)` for one weight vector and candidates Z."""
         a = check_alpha(alpha, len(self.Y_train_))[0]
         Z = np.asarray(Z, dtype=np.float64)
         return np.sin(Z[:, None] - self.Y_train_[None, :]) ** 2 @ a
 
-    def loss(self, Y_true, Y_pred):
+    def loss(self, Y_true: ArrayLike, Y_pred: ArrayLike) -> np.ndarray:
         """:math:`\\sin^2(z - y)` per sample."""
         T, P = self._pair(Y_true, Y_pred)
         return np.sin(P - T) ** 2

@@ -5,7 +5,10 @@ eigenvectors tracked across iterations (:mod:`psdsos.structured.spaces._spd_newt
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from psdsos.geometry import affine_invariant_distance, check_spd, expm_sym, logm_spd
 from psdsos.geometry._checks import SPD_TOL
@@ -32,6 +35,17 @@ _SPD_BATCH = 2**15
 #: A decode not certified whose condition number is above this stopped at the edge of the
 #: space (the robust path keeps condition numbers below 1e12).
 _EDGE_COND = 1e11
+
+
+def _clip_eigenvalues(Z: ArrayLike, floor: float) -> np.ndarray:
+    """Eigenvalues of sym(Z) floored (SPDSpace.project, LogEuclideanSPDSpace.project)."""
+    Z = as_finite(Z, "Z")
+    S = 0.5 * (Z + np.swapaxes(Z, -1, -2))
+    w, V = np.linalg.eigh(S)
+    top = np.abs(w).max(axis=-1, keepdims=True)
+    fl = np.maximum(floor, 1e-10 * top)
+    fl = np.where(fl > 0, fl, 1.0)  # all-zero matrix: identity
+    return spectral(np.maximum(w, fl), V)
 
 
 class SPDSpace(_RGDOptions, OutputSpace):
@@ -128,48 +142,43 @@ class SPDSpace(_RGDOptions, OutputSpace):
     name = "spd"
     decode_methods = ("rgd",)
 
-    def __init__(self, *, weights="signed", max_iter=100, tol=1e-8):
+    def __init__(self, *, weights: str = "signed", max_iter: int = 100,
+                 tol: float = 1e-8) -> None:
         self.weights = weights
         self.max_iter = max_iter
         self.tol = tol
 
-    def check_Y(self, Y, name="Y"):
+    def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
         """(n, d, d) symmetric positive definite matrices; ValueError naming ``name``."""
         A = _check_spd_stack(Y, name)
         return check_spd(A, name) if len(A) else A
 
-    def fit(self, Y_train):
+    def fit(self, Y_train: ArrayLike) -> SPDSpace:
         self._check_options()
         self.Y_train_ = self.check_Y(Y_train, "Y")
         self.logs_ = logm_spd(self.Y_train_)
         return self
 
-    def loss(self, Y_true, Y_pred):
+    def loss(self, Y_true: ArrayLike, Y_pred: ArrayLike) -> np.ndarray:
         """Squared affine-invariant distances, shape (n,)."""
         return np.atleast_1d(affine_invariant_distance(Y_true, Y_pred)) ** 2
 
-    def project(self, Z, floor=1e-12):
+    def project(self, Z: ArrayLike, floor: float = 1e-12) -> np.ndarray:
         r"""KRLS projection (Appendix G): eigenvalues below ``floor`` set to ``floor``.
 
         The floor is raised to ``1e-10 * max eigenvalue`` when that is larger, so that the
         result is numerically SPD (condition number at most 1e10).
         """
-        Z = as_finite(Z, "Z")
-        S = 0.5 * (Z + np.swapaxes(Z, -1, -2))
-        w, V = np.linalg.eigh(S)
-        top = np.abs(w).max(axis=-1, keepdims=True)
-        fl = np.maximum(floor, 1e-10 * top)
-        fl = np.where(fl > 0, fl, 1.0)  # all-zero matrix: identity
-        return spectral(np.maximum(w, fl), V)
+        return _clip_eigenvalues(Z, floor)
 
     # ---- the objective (public for tests and diagnostics) ---------------------------
-    def objective(self, Y, w):
+    def objective(self, Y: ArrayLike, w: ArrayLike) -> np.ndarray:
         r"""F(Y) = sum_i w_i Delta(Y, Y_i) for each Y of a batch (weights used as given)."""
         Y = _check_spd_stack(np.asarray(Y).reshape((-1,) + self.Y_train_.shape[1:]), "Y")
         w = check_alpha(w, len(self.Y_train_), "w")
         return self._eval(Y, w)[0]
 
-    def riemannian_gradient(self, Y, w):
+    def riemannian_gradient(self, Y: ArrayLike, w: ArrayLike) -> np.ndarray:
         r"""grad F(Y) = -2 Y^{1/2} G(Y) Y^{1/2} (weights used as given), shape (m, d, d)."""
         Y = _check_spd_stack(np.asarray(Y).reshape((-1,) + self.Y_train_.shape[1:]), "Y")
         w = check_alpha(w, len(self.Y_train_), "w")
@@ -188,7 +197,7 @@ class SPDSpace(_RGDOptions, OutputSpace):
         G = ((mV * (W[..., None] * lm)[..., None, :]) @ np.swapaxes(mV, -1, -2)).sum(axis=1)
         return F, 0.5 * (G + np.swapaxes(G, -1, -2)), Yh
 
-    def decode(self, alpha, method="auto"):
+    def decode(self, alpha: ArrayLike, method: str = "auto") -> np.ndarray:
         """Predictions of eq. 2 by Riemannian Newton, shape (n_test, d, d), SPD."""
         resolve_method(self, method)
         self._check_options()
@@ -285,5 +294,5 @@ class SPDSpace(_RGDOptions, OutputSpace):
         R, k, gn, err, _ = _spd_robust.rgd(A, wi, best[0], tol, 20 * max_iter)
         return _spd_robust.point_of(R), k, gn, err, (n_eval + k) * len(idx)
 
-    def to_config(self):
+    def to_config(self) -> dict[str, Any]:
         return {"weights": self.weights, "max_iter": int(self.max_iter), "tol": float(self.tol)}

@@ -5,7 +5,10 @@ with the normalization retraction, on the signed weights of eq. 2.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import as_finite
@@ -31,7 +34,7 @@ _NEAR = 1.0 - 1e-4
 _MAX_ANGLE = 0.1
 
 
-def normalized_weights(alpha, policy="signed"):
+def normalized_weights(alpha: np.ndarray, policy: str = "signed") -> np.ndarray:
     r"""Decoding weights :math:`w = \alpha / \|\alpha\|_1` (rows), the argmin of eq. 2 kept.
 
     ``policy="positive"`` uses :math:`\alpha_+` instead.  A row of zeros (every point is a
@@ -45,7 +48,7 @@ def normalized_weights(alpha, policy="signed"):
     return w
 
 
-def sphere_angles(y, Z):
+def sphere_angles(y: np.ndarray, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Inner products, angles and ||z - <y, z> y|| of rows y (m, k) and z (n, k), accurate
     near 0 and pi (computed from ||y - z|| and ||y + z|| there)."""
     ip = np.clip(y @ Z.T, -1.0, 1.0)
@@ -60,7 +63,8 @@ def sphere_angles(y, Z):
     return ip, theta, sn
 
 
-def sphere_eval(y, W, Z):
+def sphere_eval(y: np.ndarray, W: np.ndarray,
+                Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""F, G = sum_i w_i Log_y(z_i) over the differentiable terms, and the kink slack.
 
     A term whose antipode :math:`-z_i` is within ``_KINK_TOL`` of y is at its cone point:
@@ -82,12 +86,13 @@ def sphere_eval(y, W, Z):
     return F, G, -2.0 * np.pi * omega
 
 
-def descent_measure(G, slack):
+def descent_measure(G: np.ndarray, slack: np.ndarray) -> np.ndarray:
     """Steepest-descent rate max(0, ||grad F_smooth|| - slack) (the gradient norm off kinks)."""
     return np.maximum(2.0 * np.linalg.norm(G, axis=1) - slack, 0.0)
 
 
-def training_objectives(W, Z, antipodes=False):
+def training_objectives(W: np.ndarray, Z: np.ndarray,
+                        antipodes: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
     r"""F at every training output (and at its antipode), shape (m, n) each: two matrix
     products with :math:`\theta_{ij}^2` and :math:`(\pi - \theta_{ij})^2`, in column blocks."""
     n = len(Z)
@@ -97,7 +102,7 @@ def training_objectives(W, Z, antipodes=False):
     for s in range(0, n, step):
         _, th, _ = sphere_angles(Z[s : s + step], Z)  # (block, n)
         Ft[:, s : s + step] = W @ (th * th).T
-        if antipodes:
+        if Fa is not None:
             Fa[:, s : s + step] = W @ ((np.pi - th) ** 2).T
     return Ft, Fa
 
@@ -106,10 +111,23 @@ def training_objectives(W, Z, antipodes=False):
 _CIRCLE_GRID = 720
 
 
-def best_start(F_cand, tie=1e-12):
+def best_start(F_cand: np.ndarray, tie: float = 1e-12) -> np.ndarray:
     """Row-wise index of the smallest candidate value, the first one on (rounding) ties."""
     lo = F_cand.min(axis=1, keepdims=True)
     return np.argmax(F_cand <= lo + tie * np.maximum(1.0, np.abs(lo)), axis=1)
+
+
+def _sphere_loss(Y_true: ArrayLike, Y_pred: ArrayLike) -> np.ndarray:
+    """Squared geodesic distances of unit-normalized rows (SphereSpace.loss)."""
+    T = as_finite(Y_true, "Y_true")
+    P = as_finite(Y_pred, "Y_pred")
+    if T.shape != P.shape or T.ndim != 2:
+        raise ValueError(f"Y_true and Y_pred must have the same (n, k) shape, got "
+                         f"{T.shape} and {P.shape}")
+    T = T / np.linalg.norm(T, axis=1, keepdims=True)
+    P = P / np.linalg.norm(P, axis=1, keepdims=True)
+    d = 2.0 * np.arctan2(np.linalg.norm(T - P, axis=1), np.linalg.norm(T + P, axis=1))
+    return d * d
 
 
 class SphereSpace(_RGDOptions, OutputSpace):
@@ -185,12 +203,13 @@ class SphereSpace(_RGDOptions, OutputSpace):
     #: accepted deviation of a training output from unit norm (renormalized on input)
     unit_tol = 1e-6
 
-    def __init__(self, *, weights="signed", max_iter=200, tol=1e-8):
+    def __init__(self, *, weights: str = "signed", max_iter: int = 200,
+                 tol: float = 1e-8) -> None:
         self.weights = weights
         self.max_iter = max_iter
         self.tol = tol
 
-    def check_Y(self, Y, name="Y"):
+    def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
         """(n, k) unit rows (to 1e-6; renormalized); ValueError naming ``name``."""
         A = as_finite(Y, name)
         if A.ndim != 2 or A.shape[1] < 1:
@@ -203,24 +222,16 @@ class SphereSpace(_RGDOptions, OutputSpace):
             )
         return A / nrm[:, None] if A.size else A
 
-    def fit(self, Y_train):
+    def fit(self, Y_train: ArrayLike) -> SphereSpace:
         self._check_options()
         self.Y_train_ = self.check_Y(Y_train, "Y")
         return self
 
-    def loss(self, Y_true, Y_pred):
+    def loss(self, Y_true: ArrayLike, Y_pred: ArrayLike) -> np.ndarray:
         r"""Squared geodesic distances :math:`\arccos(\langle y, y'\rangle)^2`, shape (n,)."""
-        T = as_finite(Y_true, "Y_true")
-        P = as_finite(Y_pred, "Y_pred")
-        if T.shape != P.shape or T.ndim != 2:
-            raise ValueError(f"Y_true and Y_pred must have the same (n, k) shape, got "
-                             f"{T.shape} and {P.shape}")
-        T = T / np.linalg.norm(T, axis=1, keepdims=True)
-        P = P / np.linalg.norm(P, axis=1, keepdims=True)
-        d = 2.0 * np.arctan2(np.linalg.norm(T - P, axis=1), np.linalg.norm(T + P, axis=1))
-        return d * d
+        return _sphere_loss(Y_true, Y_pred)
 
-    def project(self, Z):
+    def project(self, Z: ArrayLike) -> np.ndarray:
         """KRLS projection: rows normalized (the first basis vector for a zero row)."""
         Z = np.array(as_finite(Z, "Z"))
         nrm = np.linalg.norm(Z, axis=1)
@@ -234,24 +245,24 @@ class SphereSpace(_RGDOptions, OutputSpace):
         y = np.atleast_2d(as_finite(y, "y"))
         return y / np.linalg.norm(y, axis=1, keepdims=True)
 
-    def objective(self, y, w):
+    def objective(self, y: ArrayLike, w: ArrayLike) -> np.ndarray:
         """F(y) per row of ``y`` (weights used as given)."""
         w = check_alpha(w, len(self.Y_train_), "w")
         return sphere_eval(self._points(y), w, self.Y_train_)[0]
 
-    def stationarity(self, y, w):
+    def stationarity(self, y: ArrayLike, w: ArrayLike) -> np.ndarray:
         """max(0, ||grad F_smooth|| - kink slack): the Riemannian gradient norm off the cut
         loci, the steepest-descent rate at a cone point (0 iff 0 is a subgradient)."""
         w = check_alpha(w, len(self.Y_train_), "w")
         _, G, slack = sphere_eval(self._points(y), w, self.Y_train_)
         return descent_measure(G, slack)
 
-    def riemannian_gradient(self, y, w):
+    def riemannian_gradient(self, y: ArrayLike, w: ArrayLike) -> np.ndarray:
         """grad F(y) = -2 sum_i w_i Log_y(z_i), shape (m, k) (cone-point terms left out)."""
         w = check_alpha(w, len(self.Y_train_), "w")
         return -2.0 * sphere_eval(self._points(y), w, self.Y_train_)[1]
 
-    def decode(self, alpha, method="auto"):
+    def decode(self, alpha: ArrayLike, method: str = "auto") -> np.ndarray:
         """Predictions of eq. 2 by multi-start RGD, shape (n_test, k), unit rows."""
         resolve_method(self, method)
         self._check_options()
@@ -350,7 +361,7 @@ class SphereSpace(_RGDOptions, OutputSpace):
         ok = Fc <= F[rows]
         return rows[ok], Fc[ok], Gc[ok], sc[ok], cand[ok]
 
-    def to_config(self):
+    def to_config(self) -> dict[str, Any]:
         return {"weights": self.weights, "max_iter": int(self.max_iter), "tol": float(self.tol)}
 
 
