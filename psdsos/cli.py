@@ -42,6 +42,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
 
 from psdsos.estimators import RELATIVE_DEFICIT_TOL, NonConvexFitWarning
+from psdsos.estimators._convex import AUTO_TRAIN_CENTERS
 
 __all__ = ["main"]
 
@@ -772,6 +773,16 @@ def _check_cv_size(n, k, source):
     return min_train
 
 
+def _deficit_advice(n_rows: int) -> str:
+    """What to try when the fit is not certified convex, by data size: exact features expand
+    f on every row (an n x n kernel), sensible up to AUTO_TRAIN_CENTERS rows only."""
+    wider = "larger --sigma values (e.g. --sigma 1,2,4) or larger --lam2 values"
+    if n_rows <= AUTO_TRAIN_CENTERS:
+        return f"try --n-landmarks exact, more rows, or {wider}"
+    return (f"try {wider}, or a larger --n-landmarks (with {n_rows} rows --n-landmarks exact "
+            f"would expand f on every row, an n x n kernel)")
+
+
 def _save_convex_model(model, path, feature_names, target, scaling=None):
     """ConvexRegressor.save with the column names (and the standardization of convex-fit)
     in the file's JSON metadata."""
@@ -904,8 +915,7 @@ def _convex_fit(args, out):
           "0: no violation found)", file=out)
     if rel > RELATIVE_DEFICIT_TOL:
         msg = (f"the fit is not {shape}: its {kind} deficit is {rel:.3g} of its curvature "
-               f"scale (> {RELATIVE_DEFICIT_TOL:g}); try --n-landmarks exact, more rows, or "
-               "larger --sigma / --lam2 values")
+               f"scale (> {RELATIVE_DEFICIT_TOL:g}); {_deficit_advice(len(y))}")
         if args.strict:
             raise ValueError(msg + " (--strict)")
         print(f"psdsos: warning: {msg}", file=sys.stderr)

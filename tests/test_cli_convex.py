@@ -624,7 +624,7 @@ def test_large_relative_deficit_warns_or_fails_with_strict(tmp_path):
     assert code == 0
     rel = float(_fields(out)["convexity deficit"].split()[0])
     assert rel > RELATIVE_DEFICIT_TOL
-    assert "psdsos: warning: the fit is not convex" in err and "--n-landmarks" in err
+    assert "psdsos: warning: the fit is not convex" in err and "--n-landmarks exact" in err
     code, out, err = _run([*argv, "--strict"])
     assert code == 1
     assert "psdsos: error: the fit is not convex" in err and "--strict" in err
@@ -646,3 +646,13 @@ def test_predict_refuses_invalid_scaling_metadata(fitted_1d, tmp_path):
         SCALING_KEY: {"x_mean": [0.0], "x_scale": [0.0], "y_mean": 0.0, "y_scale": 1.0}})
     code, _, err = _run(["convex-predict", str(tmp_path / "bad.npz"), fitted_1d["data"]])
     assert code == 1 and SCALING_KEY in err
+
+
+def test_deficit_advice_by_size():
+    # exact features (every row a centre, an n x n kernel) are advised only for small data
+    from psdsos.cli import _deficit_advice
+    from psdsos.estimators._convex import AUTO_TRAIN_CENTERS
+
+    small, large = _deficit_advice(AUTO_TRAIN_CENTERS), _deficit_advice(AUTO_TRAIN_CENTERS + 1)
+    assert small.startswith("try --n-landmarks exact") and "--sigma" in small
+    assert large.startswith("try larger --sigma") and "n x n kernel" in large
