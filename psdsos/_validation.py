@@ -209,7 +209,7 @@ def scaled_mean_std(A, *, axis=None, center=True, weights=None):
     return np.squeeze(mean, axis=axis), np.squeeze(std, axis=axis)
 
 
-def check_random_state(random_state: int | np.random.Generator | None) -> np.random.Generator:
+def check_random_state(random_state: RandomStateLike) -> np.random.Generator:
     """Return a ``numpy.random.Generator`` from None, an int seed or a Generator.
 
     ``None`` gives a fresh unseeded generator (never the global numpy RNG).

@@ -41,7 +41,7 @@ from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
 from sklearn.model_selection import KFold, LeaveOneOut, ParameterGrid
 from sklearn.utils.validation import _check_sample_weight
 
-from psdsos.estimators._convex import RELATIVE_DEFICIT_TOL, NonConvexFitWarning
+from psdsos.estimators import RELATIVE_DEFICIT_TOL, NonConvexFitWarning
 from psdsos.kernels import scale_bandwidth
 
 __all__ = ["SearchResult", "grid_search_cv", "neg_mse_scorer", "paper_grid_convex",
@@ -474,6 +474,10 @@ def _path_order(indices, candidates, path_params):
 # ----------------------------------------------------------------------------------------
 
 
+#: Per-fit warnings silenced inside the search (counted and reported once instead).
+_SILENCED = (ConvergenceWarning, NonConvexFitWarning)
+
+
 def _not_convex(est):
     """True when a fitted estimator's certified relative convexity deficit exceeds the
     tolerance of NonConvexFitWarning (estimators without ``convexity_deficit_``: False)."""
@@ -495,15 +499,15 @@ def _not_converged(est):
 def _fit_path(split_index, estimator, X, M, train, test, cand_indices, candidates, scorer,
               warm_start, cv_params, error_score, sample_weight=None):
     """Fit one fold along one path of candidates; return (split_index, records)."""
-    # Silence ConvergenceWarning here only when this job runs in the main thread of its
-    # process (sequential or process-based backends): catch_warnings mutates the global
-    # filter list, which is not thread-safe.  In threaded backends the caller's
+    # Silence the per-fit warnings (_SILENCED) here only when this job runs in the main
+    # thread of its process (sequential or process-based backends): catch_warnings mutates
+    # the global filter list, which is not thread-safe.  In threaded backends the caller's
     # catch_warnings (taken once, in the main thread) silences them instead.
     in_main = threading.current_thread() is threading.main_thread()
     with warnings.catch_warnings():
         if in_main:
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            warnings.simplefilter("ignore", NonConvexFitWarning)
+            for category in _SILENCED:
+                warnings.simplefilter("ignore", category)
         est = clone(estimator)
         params = est.get_params()
         if cv_params:
@@ -749,8 +753,8 @@ def grid_search_cv(estimator: Any, X: ArrayLike, M: ArrayLike,
     errors = []
     with contextlib.ExitStack() as stack:
         stack.enter_context(warnings.catch_warnings())
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        warnings.simplefilter("ignore", NonConvexFitWarning)
+        for category in _SILENCED:
+            warnings.simplefilter("ignore", category)
         if backend is not None:
             stack.enter_context(parallel_config(backend=backend))
         # results in completion order (for the progress bar); each carries its split index
