@@ -20,8 +20,8 @@ from typing import Any
 __all__ = ["get_config", "set_config", "config_context", "chunk_rows"]
 
 #: Default budget of one chunk's temporaries, in MiB: small enough for a processor cache
-#: (a pass over 1e5 rows of the SoS maps measured 2.3x slower with 256 MiB chunks), large
-#: enough for efficient matrix products.
+#: (much larger chunks make passes over the SoS maps slower), large enough for efficient
+#: matrix products.
 DEFAULT_WORKING_MEMORY = 16
 
 _local = threading.local()
