@@ -31,6 +31,18 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 
 
+def _eigh_pair(A, B, kind):
+    """``(wA, VA, wB, VB)``: eigendecompositions of A and B validated as ``kind``.
+
+    ``kind`` is ``"psd"`` or ``"spd"``; the matrix sizes must agree and the batch shapes
+    broadcast (ValueError otherwise).
+    """
+    _, wA, VA = eigh_checked(A, "A", kind)
+    _, wB, VB = eigh_checked(B, "B", kind)
+    broadcast_batch(VA, VB, "A", "B")
+    return wA, VA, wB, VB
+
+
 def _bw_aligned_roots(A, B):
     """Return ``(A^{1/2}, B^{1/2} Q)`` with Q the optimal (Procrustes) orthogonal alignment.
 
@@ -39,9 +51,7 @@ def _bw_aligned_roots(A, B):
     Valid for every PSD A, B (Q is not unique when B^{1/2} A^{1/2} is singular, but every
     choice the SVD returns is optimal).
     """
-    _, wA, VA = eigh_checked(A, "A", "psd")
-    _, wB, VB = eigh_checked(B, "B", "psd")
-    broadcast_batch(VA, VB, "A", "B")
+    wA, VA, wB, VB = _eigh_pair(A, B, "psd")
     rA = spectral(wA, VA, sqrt_psd_eigs(wA))
     rB = spectral(wB, VB, sqrt_psd_eigs(wB))
     C = rB @ rA
@@ -393,9 +403,7 @@ def log_euclidean_distance(A: ArrayLike, B: ArrayLike) -> float | NDArray[np.flo
     >>> round(log_euclidean_distance(np.eye(2), np.diag([np.e, 1.0])), 12)
     1.0
     """
-    _, wA, VA = eigh_checked(A, "A", "spd")
-    _, wB, VB = eigh_checked(B, "B", "spd")
-    broadcast_batch(VA, VB, "A", "B")
+    wA, VA, wB, VB = _eigh_pair(A, B, "spd")
     D = spectral(wA, VA, np.log(wA)) - spectral(wB, VB, np.log(wB))
     d = np.linalg.norm(D, axis=(-2, -1))
     return float(d) if d.ndim == 0 else d
