@@ -67,6 +67,7 @@ from psdsos.kernels import Kernel, LinearKernel, get_kernel
 from psdsos.structured._base import OutputSpace
 from psdsos.structured._common import as_finite
 from psdsos.structured._estimator import _OutputOption, _params_from_meta, _space_from_meta
+from psdsos.structured._krr_weights import nystrom_ridge_factor, ridge_cholesky, ridge_solve
 from psdsos.structured._registry import get_output_space, output_spaces
 from psdsos.structured.parts import Blocks, Parts, Patches2D, Windows1D
 from psdsos.structured.spaces import EuclideanSpace, MulticlassSpace, OrientationSpace, SphereSpace
@@ -622,16 +623,8 @@ class LocalizedSELF(BaseEstimator):
         for attr in ("landmark_index_", "R_", "jitter_", "cholesky_", "coef_map_"):
             self.__dict__.pop(attr, None)
         if self.n_landmarks is None:
-            K = self._joint(X, ii, pp, X, ii, pp, K0)
-            K[np.diag_indices(m)] += mlam
-            try:
-                L, _ = sla.cho_factor(K, lower=True, check_finite=False)
-            except sla.LinAlgError:
-                raise ValueError("K + m lam I is not numerically positive definite; increase "
-                                 "lam") from None
-            del K
-            cf = (L, True)
-            self.coef_ = sla.cho_solve(cf, E, check_finite=False) if E is not None else None
+            L = ridge_cholesky(self._joint(X, ii, pp, X, ii, pp, K0), mlam, "K + m lam I")
+            self.coef_ = ridge_solve(L, E) if E is not None else None
             if self._decode_kind(elements) == "sgd":
                 self.cholesky_ = np.tril(L)
         else:
@@ -650,17 +643,10 @@ class LocalizedSELF(BaseEstimator):
                 Vb = self._joint(X, ii[sl], pp[sl], X, ii[lm], pp[lm], K0)  # (b, r)
                 Phi[sl] = sla.solve_triangular(R, Vb.T, trans="T", lower=False,
                                                check_finite=False).T
-            A = Phi.T @ Phi
-            A[np.diag_indices(r)] += mlam
-            try:
-                cf = sla.cho_factor(A, lower=True, check_finite=False)
-            except sla.LinAlgError:
-                raise ValueError("Phi^T Phi + m lam I is not numerically positive definite; "
-                                 "increase lam") from None
-            self.coef_ = (sla.cho_solve(cf, Phi.T @ E, check_finite=False)
-                          if E is not None else None)
+            L = nystrom_ridge_factor(Phi, mlam, "Phi^T Phi + m lam I")
+            self.coef_ = ridge_solve(L, Phi.T @ E) if E is not None else None
             if self._decode_kind(elements) == "sgd":
-                self.coef_map_ = sla.cho_solve(cf, Phi.T, check_finite=False)  # (r, m)
+                self.coef_map_ = ridge_solve(L, Phi.T)  # (r, m)
         self._build_assembly()
         return self
 
@@ -801,7 +787,7 @@ class LocalizedSELF(BaseEstimator):
         if getattr(self, "landmark_index_", None) is not None:
             A = V @ self.coef_map_
         else:
-            A = sla.cho_solve((self.cholesky_, True), V.T, check_finite=False).T
+            A = ridge_solve(self.cholesky_, V.T).T
         return A.reshape(sl.stop - sl.start, self.parts_.n_parts, self.n_aux_)
 
     def _objective(self, z, alpha, pi):
