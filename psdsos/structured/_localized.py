@@ -69,7 +69,7 @@ from psdsos.structured._common import as_finite
 from psdsos.structured._estimator import _OutputOption, _params_from_meta, _space_from_meta
 from psdsos.structured._krr_weights import nystrom_ridge_factor, ridge_cholesky, ridge_solve
 from psdsos.structured._registry import get_output_space, output_spaces
-from psdsos.structured.parts import Blocks, Parts, Patches2D, Windows1D
+from psdsos.structured.parts import Blocks, Parts
 from psdsos.structured.spaces import EuclideanSpace, MulticlassSpace, OrientationSpace, SphereSpace
 from psdsos.structured.spaces.orientation import wrap_orientation
 
@@ -100,37 +100,6 @@ class _PartWeightsOption:
         raise ValueError(f"{name} of {owner} must be None (uniform pi(p|x) = 1/|P|), a "
                          "non-negative finite vector of length n_parts with a positive sum, "
                          f"or a callable X -> (n_samples, n_parts) weights, got {value!r}")
-
-
-# ----------------------------------------------------------------------------- parts I/O
-def _parts_config(parts):
-    """JSON description of a built-in parts object (None for the default single part)."""
-    if parts is None:
-        return None
-    if type(parts) is Blocks:
-        return {"class": "Blocks", "args": [parts.n_blocks, parts.input_size,
-                                           parts.output_size]}
-    if type(parts) is Windows1D:
-        return {"class": "Windows1D", "args": [parts.length, parts.width, parts.stride,
-                                              parts.circular]}
-    if type(parts) is Patches2D:
-        return {"class": "Patches2D", "args": [list(parts.shape), parts.size, parts.stride,
-                                              parts.circular]}
-    raise ValueError(f"cannot save LocalizedSELF with parts {parts!r}: only Blocks, Windows1D "
-                     "and Patches2D are saved")
-
-
-def _parts_from_config(cfg):
-    if cfg is None:
-        return None
-    classes = {"Blocks": Blocks, "Windows1D": Windows1D, "Patches2D": Patches2D}
-    if not isinstance(cfg, dict) or cfg.get("class") not in classes:
-        raise ValueError(f"metadata entry 'parts' must name Blocks, Windows1D or Patches2D, "
-                         f"got {cfg!r}")
-    args = list(cfg.get("args", []))
-    if cfg["class"] == "Patches2D" and args:
-        args[0] = tuple(args[0])
-    return classes[cfg["class"]](*args)
 
 
 def _sample_aux(m, pi, n, P, rng):
@@ -917,7 +886,7 @@ class LocalizedSELF(BaseEstimator):
             "output": (out.lower() if isinstance(out, str)
                        else {"name": out.name, "config": out.to_config()}),
             "output_space": {"name": space.name, "config": space.to_config()},
-            "parts": _parts_config(self.parts),
+            "parts": None if self.parts is None else self.parts.to_config(),
             "kernels": kern,
             "fitted": {"n_features_in_": int(self.n_features_in_), "n_aux_": int(self.n_aux_),
                        "y_1d": bool(self._y_1d), "y_shape": [int(s) for s in self.y_shape_],
@@ -955,7 +924,8 @@ class LocalizedSELF(BaseEstimator):
     def _from_saved(cls, arrays, meta):
         params = _params_from_meta(meta)
         try:
-            params["parts"] = _parts_from_config(meta["parts"])
+            cfg = meta["parts"]
+            params["parts"] = None if cfg is None else Parts.from_config(cfg)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"metadata entry 'parts' of the model file is invalid: {exc}"
                              ) from None
