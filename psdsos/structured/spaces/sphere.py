@@ -241,6 +241,24 @@ class SphereSpace(_RGDOptions, OutputSpace):
         nrm[zero] = 1.0
         return Z / nrm[:, None]
 
+    # ---- per-element operations (LocalizedSELF's Algorithm 3): elements are unit vectors
+    def loss_gradient(self, Z: ArrayLike, Y: ArrayLike) -> np.ndarray:
+        r"""Ambient gradient in Z of :math:`\arccos(\langle z, y\rangle)^2`,
+        :math:`-2 \frac{\theta}{\sin\theta} y`, over the last axis (unit rows, broadcast)."""
+        Z, Y = np.asarray(Z, dtype=np.float64), np.asarray(Y, dtype=np.float64)
+        cos = np.clip(np.sum(Z * Y, axis=-1), -1.0, 1.0)
+        th = np.arccos(cos)
+        s = np.sin(th)
+        ratio = np.where(s > 1e-12, th / np.maximum(s, 1e-12), 1.0)
+        return -2.0 * ratio[..., None] * Y
+
+    def element_loss(self, Z: np.ndarray, E: np.ndarray) -> np.ndarray:
+        return np.arccos(np.clip(np.sum(Z * E, axis=-1), -1.0, 1.0)) ** 2
+
+    def element_project(self, Z: np.ndarray) -> np.ndarray:
+        nrm = np.linalg.norm(Z, axis=-1, keepdims=True)
+        return np.where(nrm > 0, Z / np.maximum(nrm, 1e-300), 1.0 / np.sqrt(Z.shape[-1]))
+
     def _points(self, y):
         y = np.atleast_2d(as_finite(y, "y"))
         return y / np.linalg.norm(y, axis=1, keepdims=True)
