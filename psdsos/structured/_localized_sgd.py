@@ -102,6 +102,4 @@ def predict_sgd(est: LocalizedSELF, X: np.ndarray) -> np.ndarray:
                       f"within max_iter={T} iterations for {not_converged} of "
                       f"{X.shape[0]} test points; increase max_iter (or tol)",
                       ConvergenceWarning, stacklevel=3)
-    if space.name == "orientation":  # a second wrap of the projected iterates
-        out = space.element_project(out)
     return out
