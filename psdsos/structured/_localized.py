@@ -19,20 +19,10 @@ with a kernel on :math:`X \times P`: the restriction kernel
 :math:`K((x, p), (x', q)) = \bar K(x_p, x'_q)` (eq. 20), the universal kernel
 :math:`K_0(x, x')\,\delta_{pq}` (eq. 13), or their sum (Remark 3).
 
-When the part loss is linear in an embedding of the output elements,
-:math:`L_p(\zeta, \eta) = \frac{1}{|p|}\sum_{u \in p} \big(c(\zeta_u) - \langle
-\psi(\zeta_u), \varphi(\eta_u)\rangle\big)` (squared loss, Hamming/multiclass, orientations),
-eq. 6 is minimized element by element from the weighted sums
-
-.. math::
-
-    c_u(x) = \sum_{p \ni u} \pi(p \mid x)\, g_p(x)_{[u]}, \qquad
-    g_p(x) = \sum_{j=1}^m \alpha_j(x, p)\, \varphi(\eta_j) = \nu(x, p)^\top
-        (\mathbf K + m\lambda I)^{-1} \Phi_\eta,
-
-so the coefficient map times the embedded auxiliary outputs, :math:`(\mathbf K +
-m\lambda I)^{-1}\Phi_\eta`, is computed once at fit and alpha is never formed at predict
-time (only the per-part scores :math:`g_p(x)`, of the size of the outputs).
+The closed-form decoding element by element and the kernel on :math:`X \times P`:
+:mod:`psdsos.structured._localized_kernel`; Algorithm 3:
+:mod:`psdsos.structured._localized_sgd`; what each output space offers:
+:meth:`psdsos.structured.OutputSpace.supports`.
 """
 
 from __future__ import annotations
@@ -54,7 +44,6 @@ from psdsos.estimators._base import (
     Options,
     RandomState,
     register_loadable,
-    resolve_kernel,
     save_estimator,
     validate_params,
 )
@@ -66,8 +55,8 @@ from psdsos.structured._localized_checks import (
     _check_elements,
     _PartsOption,
     _PartWeightsOption,
-    _sample_aux,
 )
+from psdsos.structured._localized_checks import _sample_aux as _sample_aux  # re-exported
 from psdsos.structured._localized_kernel import _PartsKernel
 from psdsos.structured._localized_sgd import predict_sgd
 from psdsos.structured._registry import get_output_space, output_spaces
@@ -349,30 +338,10 @@ class LocalizedSELF(_PartsKernel, BaseEstimator):
         else:
             self.__dict__.pop("classes_", None)
 
-        # Algorithm 1: the auxiliary dataset
-        P = parts.n_parts
+        # Algorithm 1: the auxiliary dataset, and the kernels on it
         rng = check_random_state(self.random_state)
-        pi_train = self._pi(X)  # validates part_weights
-        self._build_assembly()
-        if np.any(np.asarray(self._Scount @ pi_train.T) <= 0):
-            raise ValueError("part_weights give zero weight to every part that contains some "
-                             "output entries: eq. 6 does not determine them; give every entry "
-                             "a part of positive weight")
-        if self.n_aux is None:
-            ii = np.repeat(np.arange(n), P)
-            pp = np.tile(np.arange(P), n)
-        else:
-            ii, pp = _sample_aux(int(self.n_aux), None if self.part_weights is None
-                                 else pi_train, n, P, rng)
-        m = len(ii)
-        self.aux_sample_, self.aux_part_ = ii.astype(np.int64), pp.astype(np.int64)
-        self.n_aux_ = m
-
-        local, universal = self._locality()
-        if local:
-            self.kernel_ = resolve_kernel(self.kernel, self.sigma, self._part_inputs(X, ii, pp))
-        if universal:
-            self.kernel0_ = resolve_kernel(self.kernel, self.sigma, X)
+        ii, pp = self._auxiliary_dataset(X, rng)
+        m = self.n_aux_
         self.X_fit_ = X
         # embedded auxiliary outputs Phi_eta (m, D)
         eta = V[ii[:, None], parts.output_index[pp]]  # (m, d_out, ...)
@@ -444,18 +413,6 @@ class LocalizedSELF(_PartsKernel, BaseEstimator):
         if self._y_1d:
             return Z[:, 0]
         return Z.reshape(len(Z), *self.y_shape_)
-
-    def _predict_closed_form(self, X):
-        out = None
-        pi_all = self._pi(X)
-        for sl in self._blocks(X.shape[0]):
-            G = self._part_scores_block(X, sl)
-            c, wsum = self._assemble(G, pi_all[sl])
-            Z = self.output_space_.element_decode(c, wsum)
-            if out is None:
-                out = np.empty((X.shape[0], *Z.shape[1:]), dtype=Z.dtype)
-            out[sl] = Z
-        return out
 
     # ---- score ---------------------------------------------------------------------
     def score(self, X: ArrayLike, y: ArrayLike) -> float:

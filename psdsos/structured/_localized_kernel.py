@@ -3,6 +3,21 @@ and Rudi, NeurIPS 2019): the restriction kernel (eq. 20), the universal kernel (
 their sum (Remark 3) between (input, part) records, the part weights :math:`\pi(p \mid x)`,
 the coefficient map of eq. 9 (exact or Nystrom) and the per-part scores
 :math:`g_p(x)` assembled over the parts into the weighted sums :math:`c_u(x)`.
+
+When the part loss is linear in an embedding of the output elements,
+:math:`L_p(\zeta, \eta) = \frac{1}{|p|}\sum_{u \in p} \big(c(\zeta_u) - \langle
+\psi(\zeta_u), \varphi(\eta_u)\rangle\big)` (squared loss, Hamming/multiclass, orientations),
+eq. 6 is minimized element by element from the weighted sums
+
+.. math::
+
+    c_u(x) = \sum_{p \ni u} \pi(p \mid x)\, g_p(x)_{[u]}, \qquad
+    g_p(x) = \sum_{j=1}^m \alpha_j(x, p)\, \varphi(\eta_j) = \nu(x, p)^\top
+        (\mathbf K + m\lambda I)^{-1} \Phi_\eta,
+
+so the coefficient map times the embedded auxiliary outputs, :math:`(\mathbf K +
+m\lambda I)^{-1}\Phi_\eta`, is computed once at fit and alpha is never formed at predict
+time (only the per-part scores :math:`g_p(x)`, of the size of the outputs).
 """
 
 from __future__ import annotations
@@ -11,8 +26,10 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
+from psdsos.estimators._base import resolve_kernel
 from psdsos.features import cholesky_with_jitter
 from psdsos.structured._krr_weights import nystrom_ridge_factor, ridge_cholesky, ridge_solve
+from psdsos.structured._localized_checks import _sample_aux
 
 __all__: list[str] = []
 
@@ -73,6 +90,32 @@ class _PartsKernel:
                 K0ab = self.kernel0_(Xa, Xb)
             K = K + K0ab[ia[:, None], ib[None, :]] * (pa[:, None] == pb[None, :])
         return K
+
+    def _auxiliary_dataset(self, X, rng):
+        """Algorithm 1: the auxiliary pairs (i_j, p_j) (every pair once when ``n_aux`` is
+        None, else sampled), and the kernels resolved on them; returns (i, p)."""
+        n, P = X.shape[0], self.parts_.n_parts
+        pi_train = self._pi(X)  # validates part_weights
+        self._build_assembly()
+        if np.any(np.asarray(self._Scount @ pi_train.T) <= 0):
+            raise ValueError("part_weights give zero weight to every part that contains some "
+                             "output entries: eq. 6 does not determine them; give every entry "
+                             "a part of positive weight")
+        if self.n_aux is None:
+            ii = np.repeat(np.arange(n), P)
+            pp = np.tile(np.arange(P), n)
+        else:
+            ii, pp = _sample_aux(int(self.n_aux), None if self.part_weights is None
+                                 else pi_train, n, P, rng)
+        self.aux_sample_, self.aux_part_ = ii.astype(np.int64), pp.astype(np.int64)
+        self.n_aux_ = len(ii)
+
+        local, universal = self._locality()
+        if local:
+            self.kernel_ = resolve_kernel(self.kernel, self.sigma, self._part_inputs(X, ii, pp))
+        if universal:
+            self.kernel0_ = resolve_kernel(self.kernel, self.sigma, X)
+        return ii, pp
 
     def _fit_coefficients(self, X, E, rng, keep_alpha):
         r"""The coefficient map of eq. 9 on the auxiliary pairs (``coef_``: exact
@@ -166,3 +209,15 @@ class _PartsKernel:
                              "entries): eq. 6 does not determine them; give every entry a "
                              "part of positive weight")
         return c, wsum
+
+    def _predict_closed_form(self, X):
+        out = None
+        pi_all = self._pi(X)
+        for sl in self._blocks(X.shape[0]):
+            G = self._part_scores_block(X, sl)
+            c, wsum = self._assemble(G, pi_all[sl])
+            Z = self.output_space_.element_decode(c, wsum)
+            if out is None:
+                out = np.empty((X.shape[0], *Z.shape[1:]), dtype=Z.dtype)
+            out[sl] = Z
+        return out
