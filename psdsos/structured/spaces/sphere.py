@@ -310,9 +310,9 @@ class SphereSpace(_RGDOptions, OutputSpace):
             starts.append(_normalize_or(W @ Z, best_train))
             starts.append(-Z[best_start(Fa)])
             if Z.shape[1] == 2:
-                # the circle with signed weights: local minima can nearly tie (measured 0.7%
-                # apart); the best of a grid of _CIRCLE_GRID angles starts a run in the
-                # global minimum's basin (F is Lipschitz, the basins are wider than the grid)
+                # the circle with signed weights: local minima can nearly tie; the best of a
+                # grid of _CIRCLE_GRID angles starts a run in the global minimum's basin (F
+                # is Lipschitz, the basins are wider than the grid)
                 phi = np.linspace(0.0, 2.0 * np.pi, _CIRCLE_GRID, endpoint=False)
                 grid = np.column_stack([np.cos(phi), np.sin(phi)])
                 _, th, _ = sphere_angles(grid, Z)  # (grid, n)
