@@ -31,6 +31,15 @@ def _out(a):
     return float(a) if a.ndim == 0 else a
 
 
+def geodesic_angle(x: np.ndarray, y: np.ndarray) -> NDArray[np.float64]:
+    r"""Angle :math:`\arccos\langle x, y\rangle = 2 \operatorname{atan2}(\|x - y\|,
+    \|x + y\|)` between unit vectors along the last axis (batch shapes broadcast), in the
+    second form: accurate for nearby and for nearly antipodal points.  No checks: the one
+    formula of the sphere's geodesic distance (:func:`sphere_distance` checks its inputs
+    first; the sphere output space of :mod:`psdsos.structured` calls it directly)."""
+    return 2.0 * np.arctan2(np.linalg.norm(x - y, axis=-1), np.linalg.norm(x + y, axis=-1))
+
+
 def sphere_distance(x: ArrayLike, y: ArrayLike) -> float | NDArray[np.float64]:
     r"""Geodesic (great-circle) distance on the unit sphere.
 
@@ -66,8 +75,7 @@ def sphere_distance(x: ArrayLike, y: ArrayLike) -> float | NDArray[np.float64]:
     xx = check_sphere_points(x, "x")
     yy = check_sphere_points(y, "y")
     xx, yy = _broadcast(xx, yy, "x", "y")
-    d = 2.0 * np.arctan2(np.linalg.norm(xx - yy, axis=-1), np.linalg.norm(xx + yy, axis=-1))
-    return _out(d)
+    return _out(geodesic_angle(xx, yy))
 
 
 def sphere_exp(x: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:

@@ -35,6 +35,13 @@ Contract every output space follows
   accuracy for multiclass); without it they score minus the mean loss.
 * (label spaces) ``classes_``: the label set; predictions are labels of it, and the
   estimators expose it as their own ``classes_`` and are tagged as classifiers.
+* (optional) ``loss_gradient(Z, Y)``: the ambient (sub)gradient in Z of the loss between
+  Z and Y, entry by entry over leading dimensions.
+* (optional, :class:`psdsos.structured.LocalizedSELF`) per-element operations: every entry
+  of a structured output is an *element* of the space; ``supports(capability)`` says which
+  of them a space offers ("element_closed_form": ``element_embed``, ``element_embed_dim``,
+  ``element_decode``, ``element_restore``; "element_sgd": ``element_loss``,
+  ``loss_gradient``, ``element_project``), see :meth:`OutputSpace.supports`.
 
 Spaces whose decoding is a convex program build it once in CVXPY with ``cp.Parameter``
 (DPP) and re-solve it per test point; such caches are named in ``_cache_attrs``, set to
@@ -43,10 +50,13 @@ None when the space is pickled or deep-copied, and rebuilt on first use.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from psdsos.structured._common import as_finite
 
 __all__ = ["OutputSpace", "check_alpha", "resolve_method"]
 
@@ -97,6 +107,91 @@ class OutputSpace:
         raise NotImplementedError(
             f"output space {self.name!r} offers no projection of ambient predictions"
         )
+
+    # ---- optional: gradients and per-element operations (LocalizedSELF) ---------------
+    def supports(self, capability: str) -> bool:
+        r"""Whether the space offers an optional operation of the contract.
+
+        * ``"project"``: :meth:`project` (the KRLS baseline).
+        * ``"loss_gradient"``: :meth:`loss_gradient`.
+        * ``"element_closed_form"``: LocalizedSELF's closed-form decoding, element by
+          element: the elements are scalars whose loss is linear in an embedding
+          :math:`\varphi` (:meth:`element_embed`, :meth:`element_embed_dim`), minimized in
+          closed form by :meth:`element_decode` (:meth:`element_restore` after loading).
+        * ``"element_sgd"``: LocalizedSELF's Algorithm 3 (stochastic subgradient):
+          :meth:`element_loss`, :meth:`loss_gradient` and :meth:`element_project`.
+
+        Here (the default of a subclass that does not override it): "project" and
+        "loss_gradient" when the subclass defines those methods, "element_sgd" when it
+        defines both (the element operations then reshape to the space's own format),
+        "element_closed_form" never.
+        """
+        cls = type(self)
+        if capability == "project":
+            return cls.project is not OutputSpace.project
+        if capability == "loss_gradient":
+            return cls.loss_gradient is not OutputSpace.loss_gradient
+        if capability == "element_sgd":
+            return self.supports("project") and self.supports("loss_gradient")
+        return False
+
+    def loss_gradient(self, Z: ArrayLike, Y: ArrayLike) -> np.ndarray:
+        """Ambient (sub)gradient in Z of the loss between Z and Y (optional).
+
+        Z and Y hold elements of the space, of shape (..., *element_shape) each, broadcast
+        against each other; the result has the shape of Z.
+        """
+        raise NotImplementedError(f"output space {self.name!r} offers no loss gradient")
+
+    def element_array(self, Y: ArrayLike, name: str = "y") -> np.ndarray:
+        """Outputs made of elements of the space, as an array (finite floats here; label
+        spaces keep their labels), before :meth:`element_check`."""
+        return as_finite(Y, name)
+
+    def element_check(self, elements: np.ndarray, name: str = "y") -> np.ndarray:
+        """Validate elements given one per row, (N, *element_shape); ValueError naming
+        ``name``.  Here: :meth:`check_Y` (elements in the space's own format)."""
+        return self.check_Y(elements, name)
+
+    def element_fit(self, elements: np.ndarray) -> np.ndarray:
+        """Fit on the training elements (N, *element_shape); returns their encoded values
+        (floats; class positions for label spaces), of the same shape."""
+        self.fit(elements)
+        return np.asarray(self.Y_train_, dtype=np.float64).reshape(elements.shape)
+
+    def element_embed_dim(self) -> int:
+        r"""Dimension e of the embedding :math:`\varphi` ("element_closed_form")."""
+        raise NotImplementedError(f"output space {self.name!r} has no element embedding")
+
+    def element_embed(self, V: np.ndarray) -> np.ndarray:
+        r""":math:`\varphi` of encoded values V (...,) -> (..., e) ("element_closed_form")."""
+        raise NotImplementedError(f"output space {self.name!r} has no element embedding")
+
+    def element_decode(self, c: np.ndarray, wsum: np.ndarray) -> np.ndarray:
+        r"""Per-element minimizers of :math:`\sum_p \pi_p \sum_j \alpha_j L(z_u, \eta_{ju})`
+        from the weighted embedded sums c (n, d, e) and the part weights wsum (n, d)
+        ("element_closed_form"); elements (n, d)."""
+        raise NotImplementedError(f"output space {self.name!r} has no closed-form element "
+                                  "decoding")
+
+    def element_restore(self, arrays: Mapping[str, np.ndarray]) -> None:
+        """Make a space rebuilt from its saved parameters ready for :meth:`element_decode`
+        without :meth:`element_fit` (a loaded model), from the estimator's saved arrays
+        (e.g. ``classes``).  Here: nothing to restore."""
+
+    def element_loss(self, Z: np.ndarray, E: np.ndarray) -> np.ndarray:
+        """Element losses L(z, eta), broadcasting Z (..., *element_shape) against E
+        ("element_sgd").  Here: :meth:`loss` on the elements reshaped to rows."""
+        Z, E = np.broadcast_arrays(Z, E)
+        el = self.Y_train_.shape[1:]
+        shape = Z.shape[:Z.ndim - len(el)]
+        return self.loss(E.reshape(-1, *el), Z.reshape(-1, *el)).reshape(shape)
+
+    def element_project(self, Z: np.ndarray) -> np.ndarray:
+        """Elements Z (..., *element_shape) mapped into the space ("element_sgd").  Here:
+        :meth:`project` on the elements reshaped to rows."""
+        el = self.Y_train_.shape[1:]
+        return np.asarray(self.project(Z.reshape(-1, *el)), dtype=np.float64).reshape(Z.shape)
 
     def to_config(self) -> dict[str, Any]:
         """JSON-able constructor arguments."""

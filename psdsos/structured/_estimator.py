@@ -7,7 +7,6 @@ import numbers
 import warnings
 
 import numpy as np
-import scipy.linalg as sla
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import DataConversionWarning
@@ -30,6 +29,7 @@ from psdsos.features import NystromFeatures
 from psdsos.kernels import Kernel, get_kernel
 from psdsos.sos import PSDModel
 from psdsos.structured._base import OutputSpace, resolve_method
+from psdsos.structured._krr_weights import nystrom_ridge_factor, ridge_cholesky, ridge_solve
 from psdsos.structured._registry import get_output_space, output_spaces
 from psdsos.structured.spaces.discrete import _LabelSpace
 
@@ -116,14 +116,7 @@ class _KernelWeights(_LabelOutputTags, BaseEstimator):
         kernel = resolve_kernel(self.kernel, self.sigma, X)
         self.kernel_ = kernel
         if self.n_landmarks is None:
-            K = kernel(X, X)
-            K[np.diag_indices(n)] += n * self.lam
-            try:
-                L, _ = sla.cho_factor(K, lower=True, check_finite=False)
-            except sla.LinAlgError:
-                raise ValueError(
-                    "K + n lam I is not numerically positive definite; increase lam"
-                ) from None
+            L = ridge_cholesky(kernel(X, X), n * self.lam, "K + n lam I")
             self.X_fit_ = X
             self.cholesky_ = np.tril(L)
             self.__dict__.pop("features_", None)
@@ -135,12 +128,9 @@ class _KernelWeights(_LabelOutputTags, BaseEstimator):
                                        landmarks=self.landmarks,
                                        random_state=self.random_state).fit(X)
             Phi = features.transform(X)  # (n, r)
-            r = Phi.shape[1]
-            A = Phi.T @ Phi
-            A[np.diag_indices(r)] += n * self.lam
-            cf = sla.cho_factor(A, lower=True, check_finite=False)
+            L = nystrom_ridge_factor(Phi, n * self.lam, "Phi^T Phi + n lam I")
             self.features_ = features
-            self.coef_map_ = sla.cho_solve(cf, Phi.T, check_finite=False)  # (r, n)
+            self.coef_map_ = ridge_solve(L, Phi.T)  # (r, n)
             self.__dict__.pop("X_fit_", None)
             self.__dict__.pop("cholesky_", None)
         space.fit(y)  # the raw y: a space may record its format (1-D, vectorized, ...)
@@ -176,7 +166,7 @@ class _KernelWeights(_LabelOutputTags, BaseEstimator):
         if getattr(self, "features_", None) is not None:
             return self.features_.transform(X) @ self.coef_map_
         V = self.kernel_(self.X_fit_, X)  # (n, m)
-        return sla.cho_solve((self.cholesky_, True), V, check_finite=False).T
+        return ridge_solve(self.cholesky_, V).T
 
     def score(self, X: ArrayLike, y: ArrayLike) -> float:
         """The output space's score of the predictions (higher is better; for GridSearchCV).

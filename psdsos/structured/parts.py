@@ -20,6 +20,7 @@ Inputs and outputs are flattened: ``X`` of shape (n, input_dim) and ``Y`` of sha
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -41,6 +42,30 @@ class Parts:
     output_index: np.ndarray
     input_dim: int
     output_dim: int
+
+    def _config_args(self) -> list[Any]:
+        """The constructor arguments, JSON-able (saved parts classes only)."""
+        raise NotImplementedError
+
+    def to_config(self) -> dict[str, Any]:
+        """JSON description ``{"class": ..., "args": [...]}`` (the format LocalizedSELF saves);
+        ValueError for parts other than Blocks, Windows1D and Patches2D."""
+        cls = type(self)
+        if _SAVED_CLASSES.get(cls.__name__) is not cls:
+            raise ValueError(f"cannot save LocalizedSELF with parts {self!r}: only Blocks, "
+                             "Windows1D and Patches2D are saved")
+        return {"class": cls.__name__, "args": self._config_args()}
+
+    @staticmethod
+    def from_config(cfg: dict[str, Any]) -> Parts:
+        """The parts object of a :meth:`to_config` description (ValueError if invalid)."""
+        if not isinstance(cfg, dict) or cfg.get("class") not in _SAVED_CLASSES:
+            raise ValueError(f"metadata entry 'parts' must name Blocks, Windows1D or "
+                             f"Patches2D, got {cfg!r}")
+        args = list(cfg.get("args", []))
+        if cfg["class"] == "Patches2D" and args:
+            args[0] = tuple(args[0])
+        return _SAVED_CLASSES[cfg["class"]](*args)
 
     @property
     def n_parts(self) -> int:
@@ -102,6 +127,9 @@ class Blocks(Parts):
         self.input_index = np.arange(self.input_dim).reshape(self.n_blocks, self.input_size)
         self.output_index = np.arange(self.output_dim).reshape(self.n_blocks, self.output_size)
 
+    def _config_args(self) -> list[Any]:
+        return [self.n_blocks, self.input_size, self.output_size]
+
     def __repr__(self):
         return f"Blocks({self.n_blocks}, {self.input_size}, {self.output_size})"
 
@@ -123,6 +151,9 @@ class Windows1D(Parts):
         self.input_dim = self.output_dim = self.length
         self.input_index = self.output_index = idx
         self._check_cover()
+
+    def _config_args(self) -> list[Any]:
+        return [self.length, self.width, self.stride, self.circular]
 
     def __repr__(self):
         return (f"Windows1D({self.length}, {self.width}, stride={self.stride}, "
@@ -155,6 +186,14 @@ class Patches2D(Parts):
         self.input_index = self.output_index = idx
         self._check_cover()
 
+    def _config_args(self) -> list[Any]:
+        return [list(self.shape), self.size, self.stride, self.circular]
+
     def __repr__(self):
         return (f"Patches2D({self.shape}, {self.size}, stride={self.stride}, "
                 f"circular={self.circular})")
+
+
+#: The parts classes whose objects are saved (by name) with a fitted LocalizedSELF.
+_SAVED_CLASSES: dict[str, type[Parts]] = {"Blocks": Blocks, "Windows1D": Windows1D,
+                                          "Patches2D": Patches2D}

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import numbers
 from collections import namedtuple
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import numpy as np
@@ -557,6 +558,37 @@ class MulticlassSpace(_LabelSpace):
     def score(self, Y_true: ArrayLike, Y_pred: ArrayLike) -> float:
         """Accuracy, the fraction of ``Y_true == Y_pred`` (scikit-learn's classifier score)."""
         return 1.0 - float(np.mean(self.loss(Y_true, Y_pred)))
+
+    # ---- per-element operations (LocalizedSELF): elements are labels, Hamming loss --------
+    def supports(self, capability: str) -> bool:
+        if capability == "element_closed_form":
+            return True
+        return super().supports(capability)
+
+    def element_array(self, Y: ArrayLike, name: str = "y") -> np.ndarray:
+        return np.asarray(Y)
+
+    def element_fit(self, elements: np.ndarray) -> np.ndarray:
+        """Fit on the training labels; returns their positions in ``classes_``."""
+        self.fit(elements)
+        return self.encode(elements)
+
+    def element_embed_dim(self) -> int:
+        return len(self.classes_)
+
+    def element_embed(self, V: np.ndarray) -> np.ndarray:
+        """phi(y) = e_y, one-hot over ``classes_`` (V: class positions)."""
+        out = np.zeros((*V.shape, len(self.classes_)))
+        np.put_along_axis(out, V[..., None].astype(np.int64), 1.0, axis=-1)
+        return out
+
+    def element_decode(self, c: np.ndarray, wsum: np.ndarray) -> np.ndarray:
+        """z_u = the label of argmax_j c_uj (ties: the first class of ``classes_``)."""
+        return self.classes_[np.argmax(c, axis=-1)]
+
+    def element_restore(self, arrays: Mapping[str, np.ndarray]) -> None:
+        """The labels ``classes_`` from the saved array ``classes``."""
+        self.classes_ = arrays["classes"]
 
 
 class MultilabelSpace(_PolytopeSpace):

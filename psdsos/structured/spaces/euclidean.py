@@ -31,6 +31,7 @@ weights (no negative-weight policy needed) and a convex problem for every convex
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -282,6 +283,38 @@ class EuclideanSpace(OutputSpace):
                 solve_parametric(prob, self.solver, self.tol)
                 P[t] = np.asarray(y.value).reshape(Z.shape[1:])
         return P[:, 0] if getattr(self, "_1d", False) else P
+
+    # ---- per-element operations (LocalizedSELF): elements are real entries -------------
+    def supports(self, capability: str) -> bool:
+        """The element operations need a constraint imposed entry by entry: None or "box"."""
+        if capability in ("element_closed_form", "element_sgd"):
+            return self.constraint in (None, "box")
+        return super().supports(capability)
+
+    def loss_gradient(self, Z: ArrayLike, Y: ArrayLike) -> np.ndarray:
+        """Gradient in Z of the squared loss, :math:`2 (Z - Y)`, entry by entry."""
+        return 2.0 * (np.asarray(Z, dtype=np.float64) - np.asarray(Y, dtype=np.float64))
+
+    def element_embed_dim(self) -> int:
+        return 1
+
+    def element_embed(self, V: np.ndarray) -> np.ndarray:
+        """phi(y) = y."""
+        return V[..., None]
+
+    def element_decode(self, c: np.ndarray, wsum: np.ndarray) -> np.ndarray:
+        """z_u = c_u / sum_{p ni u} pi_p (kernel ridge), then the box."""
+        z = c[..., 0] / wsum
+        return self.project(z) if self.constraint is not None else z
+
+    def element_restore(self, arrays: Mapping[str, np.ndarray]) -> None:
+        self._check_params()
+
+    def element_loss(self, Z: np.ndarray, E: np.ndarray) -> np.ndarray:
+        return (Z - E) ** 2
+
+    def element_project(self, Z: np.ndarray) -> np.ndarray:
+        return self.project(Z) if self.constraint is not None else Z
 
     def to_config(self) -> dict[str, Any]:
         return {"constraint": self.constraint, "lo": float(self.lo), "hi": float(self.hi),

@@ -77,3 +77,30 @@ class OrientationSpace(OutputSpace):
         """:math:`\\sin^2(z - y)` per sample."""
         T, P = self._pair(Y_true, Y_pred)
         return np.sin(P - T) ** 2
+
+    # ---- per-element operations (LocalizedSELF): elements are angles -----------------
+    def supports(self, capability: str) -> bool:
+        if capability in ("element_closed_form", "element_sgd"):
+            return True
+        return super().supports(capability)
+
+    def loss_gradient(self, Z: ArrayLike, Y: ArrayLike) -> np.ndarray:
+        r"""Gradient in Z of :math:`\sin^2(Z - Y)`, :math:`\sin(2 (Z - Y))`."""
+        return np.sin(2.0 * (np.asarray(Z, dtype=np.float64) - np.asarray(Y, dtype=np.float64)))
+
+    def element_embed_dim(self) -> int:
+        return 2
+
+    def element_embed(self, V: np.ndarray) -> np.ndarray:
+        """phi(y) = (cos 2y, sin 2y)."""
+        return np.stack([np.cos(2 * V), np.sin(2 * V)], axis=-1)
+
+    def element_decode(self, c: np.ndarray, wsum: np.ndarray) -> np.ndarray:
+        """z_u = atan2(c_u) / 2 (the part weights do not matter)."""
+        return wrap_orientation(0.5 * np.arctan2(c[..., 1], c[..., 0]))
+
+    def element_loss(self, Z: np.ndarray, E: np.ndarray) -> np.ndarray:
+        return np.sin(Z - E) ** 2
+
+    def element_project(self, Z: np.ndarray) -> np.ndarray:
+        return wrap_orientation(Z)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from psdsos.geometry._sphere import geodesic_angle
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import as_finite
 from psdsos.structured.spaces._manifold import (
@@ -126,8 +127,20 @@ def _sphere_loss(Y_true: ArrayLike, Y_pred: ArrayLike) -> np.ndarray:
                          f"{T.shape} and {P.shape}")
     T = T / np.linalg.norm(T, axis=1, keepdims=True)
     P = P / np.linalg.norm(P, axis=1, keepdims=True)
-    d = 2.0 * np.arctan2(np.linalg.norm(T - P, axis=1), np.linalg.norm(T + P, axis=1))
+    d = geodesic_angle(T, P)
     return d * d
+
+
+def _unit_rows(Z: np.ndarray) -> np.ndarray:
+    """Z (..., k) with its rows (last axis) scaled to unit norm; a zero row (norm <= 1e-300)
+    becomes the first basis vector."""
+    Z = np.array(Z, dtype=np.float64)
+    nrm = np.linalg.norm(Z, axis=-1)
+    zero = nrm <= 1e-300
+    Z[zero] = 0.0
+    Z[zero, 0] = 1.0
+    nrm[zero] = 1.0
+    return Z / nrm[..., None]
 
 
 class SphereSpace(_RGDOptions, OutputSpace):
@@ -233,13 +246,24 @@ class SphereSpace(_RGDOptions, OutputSpace):
 
     def project(self, Z: ArrayLike) -> np.ndarray:
         """KRLS projection: rows normalized (the first basis vector for a zero row)."""
-        Z = np.array(as_finite(Z, "Z"))
-        nrm = np.linalg.norm(Z, axis=1)
-        zero = nrm <= 1e-300
-        Z[zero] = 0.0
-        Z[zero, 0] = 1.0
-        nrm[zero] = 1.0
-        return Z / nrm[:, None]
+        return _unit_rows(as_finite(Z, "Z"))
+
+    # ---- per-element operations (LocalizedSELF's Algorithm 3): elements are unit vectors
+    def loss_gradient(self, Z: ArrayLike, Y: ArrayLike) -> np.ndarray:
+        r"""Ambient gradient in Z of :math:`\arccos(\langle z, y\rangle)^2`,
+        :math:`-2 \frac{\theta}{\sin\theta} y`, over the last axis (unit rows, broadcast)."""
+        Z, Y = np.asarray(Z, dtype=np.float64), np.asarray(Y, dtype=np.float64)
+        th = geodesic_angle(Z, Y)
+        s = np.sin(th)
+        ratio = np.where(s > 1e-12, th / np.maximum(s, 1e-12), 1.0)
+        return -2.0 * ratio[..., None] * Y
+
+    def element_loss(self, Z: np.ndarray, E: np.ndarray) -> np.ndarray:
+        return geodesic_angle(Z, E) ** 2
+
+    def element_project(self, Z: np.ndarray) -> np.ndarray:
+        """Rows normalized, as :meth:`project` (the first basis vector for a zero row)."""
+        return _unit_rows(Z)
 
     def _points(self, y):
         y = np.atleast_2d(as_finite(y, "y"))
@@ -286,9 +310,9 @@ class SphereSpace(_RGDOptions, OutputSpace):
             starts.append(_normalize_or(W @ Z, best_train))
             starts.append(-Z[best_start(Fa)])
             if Z.shape[1] == 2:
-                # the circle with signed weights: local minima can nearly tie (measured 0.7%
-                # apart); the best of a grid of _CIRCLE_GRID angles starts a run in the
-                # global minimum's basin (F is Lipschitz, the basins are wider than the grid)
+                # the circle with signed weights: local minima can nearly tie; the best of a
+                # grid of _CIRCLE_GRID angles starts a run in the global minimum's basin (F
+                # is Lipschitz, the basins are wider than the grid)
                 phi = np.linspace(0.0, 2.0 * np.pi, _CIRCLE_GRID, endpoint=False)
                 grid = np.column_stack([np.cos(phi), np.sin(phi)])
                 _, th, _ = sphere_angles(grid, Z)  # (grid, n)
