@@ -23,16 +23,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from psdsos._config import row_chunks
+from psdsos._params import Bool, Interval, Options, Verbose, validate_params
+from psdsos._persistence import register_loadable, save_estimator
 from psdsos._validation import FloatArray, PathLike, scaled_mean_std, validate_data
-from psdsos.estimators._base import (
-    Bool,
-    Interval,
-    Options,
-    Verbose,
-    register_loadable,
-    save_estimator,
-    validate_params,
-)
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.solvers import PRIMAL_SOLVERS, SolverStatusError, solve_cvxpy
 

@@ -13,6 +13,8 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
+from psdsos._params import Bool, Interval, Options, RandomState, Verbose, validate_params
+from psdsos._persistence import register_loadable, save_estimator
 from psdsos._validation import (
     FloatArray,
     PathLike,
@@ -23,19 +25,7 @@ from psdsos._validation import (
     scaled_mean_std,
     validate_data,
 )
-from psdsos.estimators._base import (
-    KERNEL_OPTIONS,
-    Bandwidth,
-    Bool,
-    Interval,
-    Options,
-    RandomState,
-    Verbose,
-    register_loadable,
-    resolve_kernel,
-    save_estimator,
-    validate_params,
-)
+from psdsos.estimators._base import KERNEL_OPTIONS, Bandwidth, resolve_kernel
 from psdsos.estimators._dask import is_dask_array
 from psdsos.estimators._weights import check_sample_weight, first_unique_rows
 from psdsos.features import ExactFeatures, NystromFeatures

@@ -11,6 +11,8 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
+from psdsos._params import Bool, Interval, Options, RandomState, Verbose, validate_params
+from psdsos._persistence import register_loadable, save_estimator
 from psdsos._validation import (
     FloatArray,
     PathLike,
@@ -18,19 +20,7 @@ from psdsos._validation import (
     check_psd_targets,
     validate_data,
 )
-from psdsos.estimators._base import (
-    KERNEL_OPTIONS,
-    Bandwidth,
-    Bool,
-    Interval,
-    Options,
-    RandomState,
-    Verbose,
-    register_loadable,
-    resolve_kernel,
-    save_estimator,
-    validate_params,
-)
+from psdsos.estimators._base import KERNEL_OPTIONS, Bandwidth, resolve_kernel
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.kernels import Kernel

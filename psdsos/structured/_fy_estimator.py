@@ -29,18 +29,10 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
 from sklearn.utils.validation import check_is_fitted
 
+from psdsos._params import Bool, Interval, Options, validate_params
+from psdsos._persistence import register_loadable, save_estimator
 from psdsos._validation import PathLike, RandomStateLike, validate_data
-from psdsos.estimators._base import (
-    KERNEL_OPTIONS,
-    Bandwidth,
-    Bool,
-    Interval,
-    Options,
-    register_loadable,
-    resolve_kernel,
-    save_estimator,
-    validate_params,
-)
+from psdsos.estimators._base import KERNEL_OPTIONS, Bandwidth, resolve_kernel
 from psdsos.kernels import Kernel, get_kernel
 from psdsos.structured._base import OutputSpace
 from psdsos.structured._estimator import _LabelOutputTags
