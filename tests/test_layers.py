@@ -214,7 +214,7 @@ def test_leaf_modules_import_nothing_from_psdsos(leaf):
 #: the kernels (the lowest layer: kernel objects are saved by name).
 SHARED_IMPORTS = {
     "_params": {"_validation"},
-    "_persistence": {"_validation", "_params", "kernels", "sos"},
+    "_persistence": {"_validation", "_params", "kernels"},
 }
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from psdsos._persistence import load_npz, save_npz
+from psdsos._persistence import load_npz, register_loader, save_npz
 from psdsos._validation import PathLike, check_array_2d, check_saved_arrays, check_saved_meta
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.sos._maps import sos_evaluate
@@ -183,3 +183,7 @@ class PSDModel:
         if meta.get("type") != "PSDModel":
             raise ValueError(f"{path} does not hold a PSDModel (type {meta.get('type')!r})")
         return cls.from_arrays(arrays, meta, source=repr(os.fspath(path)))
+
+
+register_loader("PSDModel",
+                lambda arrays, meta, source: PSDModel.from_arrays(arrays, meta, source=source))
