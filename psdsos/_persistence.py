@@ -450,9 +450,9 @@ class SavedEstimator:
         for name, a in cls._fitted_arrays.items():
             if a.when is None or a.when(meta):
                 spec[name] = a.shape(meta) if callable(a.shape) else a.shape
-        symbols: dict[str, Any] = {"_from": {}}
+        symbols = {"_from": {}}
         for sym, entry in cls._saved_dims.items():
-            value: Any = meta
+            value = meta
             for part in entry.split("."):
                 value = value[part]
             symbols[sym] = value

@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 from psdsos._config import row_chunks
 from psdsos._params import Bool, Interval, Options, Verbose, validate_params
 from psdsos._persistence import SavedArray, SavedEstimator, register_loadable
-from psdsos._validation import FloatArray, scaled_mean_std, validate_data
+from psdsos._validation import FloatArray, PathLike, scaled_mean_std, validate_data
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.solvers import PRIMAL_SOLVERS, SolverStatusError, solve_cvxpy
 
@@ -561,3 +561,7 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
     _fitted_scalars = {"objective_": "real*", "n_rounds_": "int", "n_constraints_": "int",
                        "max_violation_": "real*", "n_features_in_": "posint"}
     _saved_dims = {"p": "fitted.n_features_in_"}
+
+    def save(self, path: PathLike) -> None:
+        """Save the fitted model to ``path`` (.npz + JSON metadata; never pickle)."""
+        self._save(path)

@@ -15,6 +15,7 @@ from psdsos._params import Bool, Interval, Options, RandomState, Verbose, valida
 from psdsos._persistence import SavedEstimator, SavedScalar, register_loadable
 from psdsos._validation import (
     FloatArray,
+    PathLike,
     RandomStateLike,
     check_psd_targets,
     validate_data,
@@ -436,6 +437,10 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
                        "scalar_targets": SavedScalar("bool", "_scalar_targets")}
     _saved_meta = {"model": PSDModel.SAVED_META}
     _saved_dims = {"p": "fitted.n_features_in_"}
+
+    def save(self, path: PathLike) -> None:
+        """Save the fitted model to ``path`` (.npz + JSON metadata; never pickle)."""
+        self._save(path)
 
     def _saved_param_values(self):
         """A loss object is saved by its name and parameter (built-in losses only)."""

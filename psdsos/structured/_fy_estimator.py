@@ -31,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from psdsos._params import Bool, Interval, Options, validate_params
 from psdsos._persistence import SavedArray, SavedEstimator, SavedScalar, register_loadable
-from psdsos._validation import RandomStateLike, validate_data
+from psdsos._validation import PathLike, RandomStateLike, validate_data
 from psdsos.estimators._base import KERNEL_OPTIONS, Bandwidth, resolve_kernel
 from psdsos.kernels import Kernel, get_kernel
 from psdsos.structured._base import OutputSpace
@@ -355,6 +355,10 @@ class FenchelYoungEstimator(_LabelOutputTags, SavedEstimator, BaseEstimator):
                        "kernel_": SavedScalar(("dict", None), "")}
     _saved_meta = {"output_space": {"name": "str", "config": "any"}}
     _saved_dims = {"d": "fitted.n_features_in_"}
+
+    def save(self, path: PathLike) -> None:
+        """Save the fitted estimator (.npz + JSON metadata, loaded without pickle)."""
+        self._save(path)
 
     def _saved_param_values(self):
         return {"output": self.space_.name}
