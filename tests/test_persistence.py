@@ -28,9 +28,13 @@ from psdsos._persistence import (
     load_npz,
 )
 from psdsos.structured import LocalizedSELF
-from psdsos.structured._estimator import _params_from_meta, _space_from_meta
-from psdsos.structured._localized import _Elements, _parts_config, _parts_from_config
 from psdsos.structured.parts import Blocks
+
+try:  # LocalizedSELF's private helpers (its file is being restructured: see the last test)
+    from psdsos.structured._estimator import _params_from_meta, _space_from_meta
+    from psdsos.structured._localized import _Elements, _parts_config, _parts_from_config
+except ImportError:  # pragma: no cover
+    _Elements = None
 
 #: The fixtures' non-convex ConvexRegressor fit warns (a small sigma, few constraint points).
 pytestmark = pytest.mark.filterwarnings("ignore::psdsos.estimators.NonConvexFitWarning")
@@ -314,24 +318,42 @@ class _DeclaredLocalizedSELF(SavedEstimator, LocalizedSELF):
         from psdsos.kernels import get_kernel
 
         el = _Elements(_space_from_meta(meta["output_space"]))
+        if not el.closed_form:
+            raise ValueError(f"metadata entry 'output_space' of {source} names a space "
+                             "decoded by Algorithm 3, which is not saved")
         f = meta["fitted"]
-        p = self.X_fit_.shape[1]
+        n, p = self.X_fit_.shape
         self.y_shape_ = ys = tuple(f["y_shape"])
         self.parts_ = self.parts if self.parts is not None else Blocks(
             1, p, int(np.prod(ys, dtype=np.int64)) if ys else 1)
+        if self.parts_.input_dim != p:
+            raise ValueError(f"the saved parts of {source} do not match the saved inputs")
         if el.kind == "multiclass":
             el.space.classes_ = el.classes_ = self.classes_ = arrays["classes"]
             el.e = len(arrays["classes"])
         elif el.kind == "euclidean":
             el.space._check_params()
-        self.elements_, self.n_aux_ = el, len(self.aux_sample_)
+        ii, pp = self.aux_sample_, self.aux_part_
+        if ii.min() < 0 or ii.max() >= n or pp.min() < 0 or pp.max() >= self.parts_.n_parts:
+            raise ValueError(f"arrays 'aux_sample' / 'aux_part' of {source} index outside "
+                             "the saved inputs or parts")
+        d_out = self.parts_.output_index.shape[1]
+        if self.coef_.shape[1] != d_out * el.e:
+            raise ValueError(f"array 'coef' of {source} must have {d_out * el.e} columns, "
+                             f"got {self.coef_.shape[1]}")
+        self.elements_, self.n_aux_ = el, len(ii)
         for key, k in meta["kernels"].items():
             setattr(self, key, get_kernel(k["name"], k["sigma"]))
         if "landmark_index" in arrays:
             self.jitter_ = f["jitter_"]
+            if self.landmark_index_.min() < 0 or self.landmark_index_.max() >= len(ii):
+                raise ValueError(f"array 'landmark_index' of {source} indexes outside the "
+                                 "auxiliary pairs")
         self._build_assembly()
 
 
+@pytest.mark.skipif(_Elements is None, reason="LocalizedSELF's helpers moved: it declares "
+                    "its own file now (move _DeclaredLocalizedSELF's declarations there)")
 def test_mechanism_expresses_localized_self(tmp_path):
     # the previous saver's file loads through the declaration
     arrays, meta = load_npz(DATA / "LocalizedSELF.npz")
@@ -352,8 +374,11 @@ def test_mechanism_expresses_localized_self(tmp_path):
     rng = np.random.default_rng(5)
     Xf = rng.normal(size=(12, 4))
     Y = np.tanh(Xf)
-    for kw in ({}, {"n_landmarks": 10, "random_state": 0}):
-        est = _DeclaredLocalizedSELF(sigma=1.0, lam=1e-2, parts=Blocks(2, 2, 2), **kw).fit(Xf, Y)
+    labels = np.where(Xf > 0, "up", "down")
+    for kw, target in (({}, Y), ({"n_landmarks": 10, "random_state": 0}, Y),
+                       ({"output": "multiclass"}, labels)):
+        est = _DeclaredLocalizedSELF(sigma=1.0, lam=1e-2, parts=Blocks(2, 2, 2), **kw).fit(
+            Xf, target)
         est.save(tmp_path / "f.npz")
         a, m = load_npz(tmp_path / "f.npz")
         back = _load_estimator(_DeclaredLocalizedSELF, a, m, "'f.npz'")
