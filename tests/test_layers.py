@@ -31,7 +31,11 @@ KNOWN = {
     "cli",
 }
 #: Top-level modules of psdsos (``psdsos/_validation.py`` is the shared leaf).
-TOP_MODULES = {"__init__", "_validation", "_config", "__main__", "_version"}
+TOP_MODULES = {"__init__", "_validation", "_config", "_params", "_persistence", "__main__",
+               "_version"}
+#: Top-level modules every layer may import: the leaves, the parameter checks and the model
+#: file format (these import nothing above the kernels, see ``SHARED_IMPORTS``).
+SHARED_MODULES = ("_validation", "_config", "_params", "_persistence")
 
 #: Allowed psdsos imports per subpackage (itself and psdsos._validation are always allowed,
 #: except where noted).  ``None`` = no whitelist, only the blacklist below applies.
@@ -108,7 +112,7 @@ def violations_for(layer, imports):
             out.append((mod, line, "imports the top-level psdsos package (it loads every layer)"))
             continue
         if tgt in TOP_MODULES:
-            if tgt in ("_validation", "_config"):
+            if tgt in SHARED_MODULES:
                 continue
             out.append((mod, line, "imports a top-level module"))
             continue
@@ -204,6 +208,22 @@ def test_leaf_modules_import_nothing_from_psdsos(leaf):
     path = PKG / f"{leaf}.py"
     imports = psdsos_imports(path.read_text(encoding="utf-8"), f"psdsos.{leaf}", False)
     assert imports == []
+
+
+#: What the shared top-level modules may import: the leaves, each other (in this order) and
+#: the kernels (the lowest layer: kernel objects are saved by name).
+SHARED_IMPORTS = {
+    "_params": {"_validation"},
+    "_persistence": {"_validation", "_params", "kernels"},
+}
+
+
+@pytest.mark.parametrize("module", sorted(SHARED_IMPORTS))
+def test_shared_modules_import_only_the_leaves(module):
+    path = PKG / f"{module}.py"
+    imports = psdsos_imports(path.read_text(encoding="utf-8"), f"psdsos.{module}", False)
+    bad = [(m, line) for m, line in imports if target_layer(m) not in SHARED_IMPORTS[module]]
+    assert not bad, f"psdsos/{module}.py imports {bad}"
 
 
 def test_layers_present():

@@ -1,6 +1,6 @@
 """scikit-learn estimators built from the kernel SoS layers."""
 
-from psdsos.estimators._base import load
+from psdsos._persistence import load
 from psdsos.estimators._cnls import PiecewiseLinearConvexRegressor
 from psdsos.estimators._convex import (
     RELATIVE_DEFICIT_TOL,

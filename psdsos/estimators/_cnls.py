@@ -23,16 +23,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from psdsos._config import row_chunks
+from psdsos._params import Bool, Interval, Options, Verbose, validate_params
+from psdsos._persistence import SavedArray, SavedEstimator, register_loadable
 from psdsos._validation import FloatArray, PathLike, scaled_mean_std, validate_data
-from psdsos.estimators._base import (
-    Bool,
-    Interval,
-    Options,
-    Verbose,
-    register_loadable,
-    save_estimator,
-    validate_params,
-)
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.solvers import PRIMAL_SOLVERS, SolverStatusError, solve_cvxpy
 
@@ -238,7 +231,7 @@ def _solve_dense(X, y, *, solver="CLARABEL", tol=1e-12):
 
 
 @register_loadable
-class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
+class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     r"""Convex nonparametric least squares (CNLS), PSD paper eq. (27).
 
     Solves the least-squares problem over convex functions (eq. 26) on piecewise-affine
@@ -560,40 +553,15 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return _max_affine(X, self.theta_, self.zeta_, self.X_fit_, self.concave)
 
-    # ---- persistence ------------------------------------------------------------------------
+    # ---- persistence: the saved file (psdsos.load), n fitted points in p dimensions ----------
+    _saved_fitted_attr = "theta_"
+    _fitted_arrays = {"X_fit": SavedArray(("n", "p"), dtype=np.float64),
+                      "theta": SavedArray(("n",), dtype=np.float64),
+                      "zeta": SavedArray(("n", "p"), dtype=np.float64)}
+    _fitted_scalars = {"objective_": "real*", "n_rounds_": "int", "n_constraints_": "int",
+                       "max_violation_": "real*", "n_features_in_": "posint"}
+    _saved_dims = {"p": "fitted.n_features_in_"}
+
     def save(self, path: PathLike) -> None:
         """Save the fitted model to ``path`` (.npz + JSON metadata; never pickle)."""
-        check_is_fitted(self, "theta_")
-        arrays = {"theta": self.theta_, "zeta": self.zeta_, "X_fit": self.X_fit_}
-        extra = {
-            "fitted": {
-                "objective_": self.objective_, "n_rounds_": int(self.n_rounds_),
-                "n_constraints_": int(self.n_constraints_),
-                "max_violation_": self.max_violation_,
-                "n_features_in_": int(self.n_features_in_),
-            },
-        }
-        save_estimator(self, path, arrays, extra)
-
-    #: Saved metadata (checked by psdsos.load before _from_saved).
-    _SAVED_META = {
-        "fitted": {"objective_": "real*", "n_rounds_": "int", "n_constraints_": "int",
-                   "max_violation_": "real*", "n_features_in_": "posint"},
-    }
-
-    @classmethod
-    def _saved_arrays(cls, meta, *, source="the model file"):
-        """Schema of the saved arrays: n fitted points in p = n_features_in_ dimensions."""
-        spec = {"X_fit": ("n", "p"), "theta": ("n",), "zeta": ("n", "p")}
-        p = meta["fitted"]["n_features_in_"]
-        return spec, {"p": p, "_from": {"p": "metadata entry 'fitted.n_features_in_'"}}
-
-    @classmethod
-    def _from_saved(cls, arrays, meta):
-        est = cls(**meta["params"])
-        est.theta_ = np.asarray(arrays["theta"], dtype=np.float64)
-        est.zeta_ = np.asarray(arrays["zeta"], dtype=np.float64)
-        est.X_fit_ = np.asarray(arrays["X_fit"], dtype=np.float64)
-        for k, v in meta["fitted"].items():
-            setattr(est, k, v)
-        return est
+        self._save(path)

@@ -13,6 +13,8 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
+from psdsos._params import Bool, Interval, Options, RandomState, Verbose, validate_params
+from psdsos._persistence import SavedArray, SavedEstimator, SavedScalar, register_loadable
 from psdsos._validation import (
     FloatArray,
     PathLike,
@@ -23,19 +25,7 @@ from psdsos._validation import (
     scaled_mean_std,
     validate_data,
 )
-from psdsos.estimators._base import (
-    KERNEL_OPTIONS,
-    Bandwidth,
-    Bool,
-    Interval,
-    Options,
-    RandomState,
-    Verbose,
-    register_loadable,
-    resolve_kernel,
-    save_estimator,
-    validate_params,
-)
+from psdsos.estimators._base import KERNEL_OPTIONS, Bandwidth, resolve_kernel
 from psdsos.estimators._dask import is_dask_array
 from psdsos.estimators._weights import check_sample_weight, first_unique_rows
 from psdsos.features import ExactFeatures, NystromFeatures
@@ -151,7 +141,7 @@ def sobol_points(lo, hi, n_points, random_state):
 
 
 @register_loadable
-class ConvexRegressor(RegressorMixin, BaseEstimator):
+class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     r"""Smooth convex regression with a kernel SoS Hessian constraint (eq. 28).
 
     .. math::
@@ -1045,94 +1035,64 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         X = self._check_X(X)
         return self.predict(X) + self._sign() * 0.5 * eta * np.sum(X * X, axis=1)
 
-    # ---- persistence ------------------------------------------------------------------------
+    # ---- persistence: the saved file (psdsos.load); n points, p features, m constraint
+    # points, B of size r p (r feature components) ----------------------------------------
+    _saved_fitted_attr = "alpha_"
+    _fitted_arrays = {
+        "X_fit": SavedArray(("n", "p")), "alpha": SavedArray(("n",)),
+        "coef": SavedArray(("p",)),
+        "constraint_points": SavedArray(
+            lambda meta: ("n", "p") if (isinstance(meta["params"].get("constraint_points"), str)
+                                        and meta["params"]["constraint_points"] == "train"
+                                        and meta["params"].get("centers") == "train")
+            else ("m", "p")),
+        "B": SavedArray(("r*p", "r*p")),
+        "gamma": SavedArray(("m", "p", "p"),
+                            when=lambda meta: meta["params"].get("representation") == "exact"),
+        "x_offset": SavedArray(("p",)),
+        "x_box?": SavedArray((2, "p"), attr=""),
+        "param_constraint_points?": SavedArray(("m", "p"), attr=""),
+    }
+    _fitted_scalars = {
+        "intercept_": "real", "objective_": "real*", "n_iter_": "int", "dual_gap_": "real*",
+        "constraint_residual_": "real*", "convexity_deficit_": "real",
+        "kernel": SavedScalar("str", ""), "sigma": SavedScalar("real", ""),
+        "x_scale_": "real", "y_offset_": "real", "y_scale_": "real",
+    }
+
     def save(self, path: PathLike, *, metadata: dict | None = None) -> None:
         """Save to ``path`` (.npz + JSON metadata; never pickle).
 
         ``metadata``: optional JSON-able dict stored alongside (e.g. column names); its keys
         must not be the file's own ("type", "params", "fitted", ...).
         """
-        check_is_fitted(self, "alpha_")
-        arrays = {"alpha": self.alpha_, "coef": self.coef_, "X_fit": self.X_fit_,
-                  "B": self.B_, "constraint_points": self.constraint_points_,
-                  "x_offset": self.x_offset_, "x_box": self._box_array()}
-        if getattr(self, "gamma_", None) is not None:
-            arrays["gamma"] = self.gamma_
+        self._save(path, metadata)
+
+    def _saved_param_values(self):
+        """An array of constraint points is saved as the array "param_constraint_points"."""
         cp_ = self.constraint_points
-        extra = {"fitted": {"intercept_": self.intercept_, "objective_": self.objective_,
-                            "n_iter_": self.n_iter_, "dual_gap_": self.dual_gap_,
-                            "constraint_residual_": self.constraint_residual_,
-                            "convexity_deficit_": self.convexity_deficit_,
-                            "kernel": self.kernel_.name, "sigma": float(self.kernel_.sigma),
-                            "x_scale_": self.x_scale_, "y_offset_": self.y_offset_,
-                            "y_scale_": self.y_scale_}}
-        if metadata:
-            reserved = {"type", "params", "fitted", "format_version", "library", "array_shapes"}
-            clash = reserved.intersection(metadata)
-            if clash:
-                raise ValueError(f"metadata must not use the reserved keys {sorted(clash)}")
-            extra.update(metadata)
         if cp_ is not None and not isinstance(cp_, (numbers.Integral, str)):
-            # an array of constraint points is saved as the array "param_constraint_points"
-            est = self.__class__(**{**self.get_params(deep=False),
-                                    "constraint_points": np.asarray(cp_, dtype=np.float64)})
-        else:
-            est = self
-        save_estimator(est, path, arrays, extra)
+            return {"constraint_points": np.asarray(cp_, dtype=np.float64)}
+        return {}
 
-    #: Saved metadata (checked by psdsos.load before _from_saved).
-    _SAVED_META = {
-        "fitted": {"intercept_": "real", "objective_": "real*", "n_iter_": "int",
-                   "dual_gap_": "real*", "constraint_residual_": "real*",
-                   "convexity_deficit_": "real", "kernel": "str",
-                   "sigma": "real", "x_scale_": "real", "y_offset_": "real", "y_scale_": "real"},
-    }
+    def _saved_extra(self):
+        return {"x_box": self._box_array()}, {
+            "fitted": {"kernel": self.kernel_.name, "sigma": float(self.kernel_.sigma)}}
 
     @classmethod
-    def _saved_arrays(cls, meta, *, source="the model file"):
-        """Schema of the saved arrays: n points, p features, m constraint points, B of size
-        r p (r feature components)."""
-        spec = {"X_fit": ("n", "p"), "alpha": ("n",), "coef": ("p",),
-                "constraint_points": ("m", "p"), "B": ("r*p", "r*p"), "gamma": ("m", "p", "p"),
-                "x_offset": ("p",), "x_box?": (2, "p"),
-                "param_constraint_points?": ("m", "p")}
-        params = meta["params"]
-        if params.get("representation") != "exact":
-            spec.pop("gamma")
-        cp_ = params.get("constraint_points")
-        if isinstance(cp_, str) and cp_ == "train" and params.get("centers") == "train":
-            spec["constraint_points"] = ("n", "p")
-        elif isinstance(cp_, int):
-            return spec, {"m": cp_, "_from": {"m": "the parameter constraint_points"}}
-        return spec, {}
+    def _saved_spec(cls, spec, symbols, meta, source):
+        cp_ = meta["params"].get("constraint_points")
+        if isinstance(cp_, int) and not isinstance(cp_, bool):
+            symbols.update({"m": cp_, "_from": {"m": "the parameter constraint_points"}})
+        return spec, symbols
 
-    @classmethod
-    def _from_saved(cls, arrays, meta):
-        est = cls(**meta["params"])
+    def _restore_saved(self, arrays, meta, source):
         f = meta["fitted"]
-        est.kernel_ = get_kernel(f["kernel"], f["sigma"])
-        est.alpha_ = arrays["alpha"]
-        est.coef_ = arrays["coef"]
-        est.X_fit_ = arrays["X_fit"]
+        self.kernel_ = get_kernel(f["kernel"], f["sigma"])
         if "x_box" in arrays:
             box = np.asarray(arrays["x_box"], dtype=np.float64)
             if not np.all(np.isfinite(box)) or np.any(box[0] > box[1]):
-                raise ValueError("array 'x_box' must hold finite rows min <= max")
-            est.x_box_ = box
-        est.B_ = arrays["B"]
-        est.constraint_points_ = arrays["constraint_points"]
-        if "gamma" in arrays:
-            est.gamma_ = arrays["gamma"]
-        est.intercept_ = f["intercept_"]
-        est.objective_ = f["objective_"]
-        est.n_iter_ = f["n_iter_"]
-        est.dual_gap_ = f["dual_gap_"]
-        est.constraint_residual_ = f["constraint_residual_"]
-        est.convexity_deficit_ = f["convexity_deficit_"]
-        est.n_features_in_ = est.X_fit_.shape[1]
-        # the standardized units of the fit (required: psdsos.load checks them)
-        est.x_offset_ = arrays["x_offset"]
-        est.x_scale_ = float(f["x_scale_"])
-        est.y_offset_ = float(f["y_offset_"])
-        est.y_scale_ = float(f["y_scale_"])
-        return est
+                raise ValueError(f"array 'x_box' in {source} must hold finite rows "
+                                 "min <= max")
+            self.x_box_ = box
+        self.n_features_in_ = self.X_fit_.shape[1]

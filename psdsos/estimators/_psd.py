@@ -7,10 +7,12 @@ import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
+from psdsos._params import Bool, Interval, Options, RandomState, Verbose, validate_params
+from psdsos._persistence import SavedEstimator, SavedScalar, register_loadable
 from psdsos._validation import (
     FloatArray,
     PathLike,
@@ -18,19 +20,7 @@ from psdsos._validation import (
     check_psd_targets,
     validate_data,
 )
-from psdsos.estimators._base import (
-    KERNEL_OPTIONS,
-    Bandwidth,
-    Bool,
-    Interval,
-    Options,
-    RandomState,
-    Verbose,
-    register_loadable,
-    resolve_kernel,
-    save_estimator,
-    validate_params,
-)
+from psdsos.estimators._base import KERNEL_OPTIONS, Bandwidth, resolve_kernel
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.kernels import Kernel
@@ -71,7 +61,7 @@ def _scaled_lam1(lam1, e, Phi, d):
 
 
 @register_loadable
-class PSDRegressor(RegressorMixin, BaseEstimator):
+class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     r"""Regression with PSD-valued kernel sums-of-squares, PSD paper eq. (11).
 
     Minimizes, over PSD matrices :math:`\mathbf B` of size :math:`rd \times rd`,
@@ -440,62 +430,48 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         tags.regressor_tags.poor_score = True
         return tags
 
-    # ---- persistence ------------------------------------------------------------------------
+    # ---- persistence: the saved file (psdsos.load); the arrays are the model's -------------
+    _saved_fitted_attr = "model_"
+    _fitted_scalars = {"objective_": "real*", "n_iter_": "int", "dual_gap_": "real*",
+                       "n_features_in_": "posint",
+                       "scalar_targets": SavedScalar("bool", "_scalar_targets")}
+    _saved_meta = {"model": PSDModel.SAVED_META}
+    _saved_dims = {"p": "fitted.n_features_in_"}
+
     def save(self, path: PathLike) -> None:
         """Save the fitted model to ``path`` (.npz + JSON metadata; never pickle)."""
-        check_is_fitted(self, "model_")
-        est = self
-        if isinstance(self.loss, Loss):
-            # built-in losses are saved by name and parameter; anything else cannot be
-            lp = self.loss.params()
-            if type(self.loss) is not LOSSES.get(lp["loss"]) or set(lp) - {"loss", "delta"}:
-                raise ValueError(f"cannot save {type(self).__name__} with the loss object "
-                                 f"{self.loss!r}: only the losses named by loss= are saved")
-            est = clone(self).set_params(loss=lp["loss"], delta=lp.get("delta"))
-        arrays, mmeta = self.model_.to_arrays()
-        extra = {
-            "model": mmeta,
-            "fitted": {
-                "objective_": self.objective_, "n_iter_": self.n_iter_,
-                "dual_gap_": self.dual_gap_, "n_features_in_": int(self.n_features_in_),
-                "scalar_targets": bool(self._scalar_targets),
-            },
-        }
-        save_estimator(est, path, arrays, extra)
+        self._save(path)
 
-    #: Saved metadata (checked by psdsos.load before _from_saved).
-    _SAVED_META = {
-        "model": PSDModel.SAVED_META,
-        "fitted": {"objective_": "real*", "n_iter_": "int", "dual_gap_": "real*",
-                   "n_features_in_": "posint", "scalar_targets": "bool"},
-    }
+    def _saved_param_values(self):
+        """A loss object is saved by its name and parameter (built-in losses only)."""
+        if not isinstance(self.loss, Loss):
+            return {}
+        lp = self.loss.params()
+        if type(self.loss) is not LOSSES.get(lp["loss"]) or set(lp) - {"loss", "delta"}:
+            raise ValueError(f"cannot save {type(self).__name__} with the loss object "
+                             f"{self.loss!r}: only the losses named by loss= are saved")
+        return {"loss": lp["loss"], "delta": lp.get("delta")}
+
+    def _saved_extra(self):
+        arrays, mmeta = self.model_.to_arrays()
+        return arrays, {"model": mmeta}
 
     @classmethod
-    def _saved_arrays(cls, meta, *, source="the model file"):
-        """Schema of the saved arrays: those of PSDModel, with p = n_features_in_."""
+    def _saved_spec(cls, spec, symbols, meta, source):
+        """The arrays of PSDModel, with p = n_features_in_ (and d = 1 for scalar targets)."""
         spec, known = PSDModel.saved_array_spec(meta["model"], source=source)
-        known["p"] = meta["fitted"]["n_features_in_"]
-        known["_from"]["p"] = "metadata entry 'fitted.n_features_in_'"
+        known["p"] = symbols["p"]
+        known["_from"]["p"] = symbols["_from"]["p"]
         if meta["fitted"]["scalar_targets"] and meta["model"]["d"] != 1:
             raise ValueError(f"{source}: a model of scalar targets must have d = 1, got "
                              f"metadata entry 'model.d' = {meta['model']['d']}")
         return spec, known
 
-    @classmethod
-    def _from_saved(cls, arrays, meta):
-        params = dict(meta["params"])
-        est = cls(**params)
-        model = PSDModel.from_arrays(arrays, meta["model"])
-        est.model_ = model
-        est.features_ = model.features
-        est.kernel_ = model.features.kernel_
-        est.B_ = model.B
-        est.n_outputs_ = model.d
-        f = meta["fitted"]
-        est.objective_ = f["objective_"]
-        est.n_iter_ = f["n_iter_"]
-        est.dual_gap_ = f["dual_gap_"]
-        est.n_features_in_ = f["n_features_in_"]
-        est._scalar_targets = f["scalar_targets"]
-        est.loss_ = est._resolve_loss()
-        return est
+    def _restore_saved(self, arrays, meta, source):
+        model = PSDModel.from_arrays(arrays, meta["model"], source=source)
+        self.model_ = model
+        self.features_ = model.features
+        self.kernel_ = model.features.kernel_
+        self.B_ = model.B
+        self.n_outputs_ = model.d
+        self.loss_ = self._resolve_loss()

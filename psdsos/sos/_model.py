@@ -2,16 +2,14 @@ r"""The PSD-valued kernel SoS model F_B(x) = Psi(x)^T B Psi(x) (PSD paper, eq. 3
 
 from __future__ import annotations
 
-import json
 import os
-import zipfile
-import zlib
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from psdsos._persistence import load_npz, register_loader, save_npz
 from psdsos._validation import PathLike, check_array_2d, check_saved_arrays, check_saved_meta
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.sos._maps import sos_evaluate
@@ -20,7 +18,6 @@ __all__ = ["PSDModel", "project_psd"]
 
 _FEATURE_CLASSES: dict[str, type[ExactFeatures] | type[NystromFeatures]] = {
     "ExactFeatures": ExactFeatures, "NystromFeatures": NystromFeatures}
-FORMAT_VERSION = 1
 #: Relative size of the asymmetry / negative eigenvalues of B treated as round-off.
 _ROUNDOFF = 1e-8
 
@@ -188,87 +185,5 @@ class PSDModel:
         return cls.from_arrays(arrays, meta, source=repr(os.fspath(path)))
 
 
-#: Metadata entry recording the shape of every array of the file.
-_SHAPES_KEY = "array_shapes"
-
-
-def _check_recorded_shapes(path, arrays, shapes):
-    """Every array recorded at save time is present, with the recorded shape."""
-    if not isinstance(shapes, dict):
-        raise ValueError(f"{path!r}: metadata entry {_SHAPES_KEY!r} must be a JSON object, "
-                         f"got {type(shapes).__name__}")
-    for name, shape in shapes.items():
-        if name not in arrays:
-            raise ValueError(f"{path!r} has no array {name!r} (a required entry is missing)")
-        if not isinstance(shape, list) or list(arrays[name].shape) != shape:
-            raise ValueError(f"array {name!r} in {path!r} has shape {arrays[name].shape}, but "
-                             f"the file was written with shape {shape} (truncated or altered)")
-
-
-def save_npz(path: PathLike, arrays: Mapping[str, Any], meta: dict[str, Any]) -> None:
-    """Write arrays and JSON metadata to one .npz file (metadata as a uint8 array)."""
-    arrays = {k: np.asarray(v) for k, v in arrays.items()}
-    # the shape of every array is recorded: a truncated or altered array is caught at load
-    shapes = {k: list(v.shape) for k, v in arrays.items()}
-    meta = {"format_version": FORMAT_VERSION, "library": "psdsos", **meta,
-            _SHAPES_KEY: shapes}
-    payload = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
-    path = os.fspath(path)
-    np.savez(path, __meta__=payload, **arrays)
-
-
-def load_npz(path: PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Read a file written by :func:`save_npz` with ``allow_pickle=False``.
-
-    Returns
-    -------
-    arrays : dict of str to ndarray
-    meta : dict
-        The JSON metadata (a JSON object with ``library = "psdsos"``).
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` (or ``path + ".npz"``) does not exist.
-    ValueError
-        If the file is not a readable .npz archive (truncated, corrupted, pickled objects),
-        has no metadata, or its metadata is not a JSON object written by psdsos.
-    """
-    path = os.fspath(path)
-    if not os.path.exists(path) and os.path.exists(path + ".npz"):
-        path = path + ".npz"
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no psdsos model file {path!r}")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
-        raise ValueError(f"cannot read psdsos model file {path!r}: {exc}") from None
-    if not isinstance(arrays, dict):  # np.load of a plain .npy file gives an array
-        raise ValueError(f"{path!r} is not a psdsos model file (not an .npz archive)")
-    if "__meta__" not in arrays:
-        raise ValueError(f"{path!r} is not a psdsos model file (no metadata)")
-    raw = arrays.pop("__meta__")
-    if raw.dtype != np.uint8 or raw.ndim != 1:
-        raise ValueError(f"{path!r}: the metadata entry '__meta__' must be the bytes of a JSON "
-                         f"text (uint8, 1-D), got dtype {raw.dtype} and shape {raw.shape}")
-    try:
-        meta = json.loads(raw.tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path!r}: the metadata '__meta__' is not valid JSON: {exc}") from None
-    if not isinstance(meta, dict):
-        raise ValueError(f"{path!r}: the metadata '__meta__' must be a JSON object, got a "
-                         f"{type(meta).__name__}")
-    if meta.get("library") != "psdsos":
-        raise ValueError(f"{path!r} is not a psdsos model file")
-    version = meta.get("format_version")
-    if version != FORMAT_VERSION:
-        raise ValueError(f"{path!r} has format_version {version!r}; this version of psdsos "
-                         f"reads format_version {FORMAT_VERSION}")
-    shapes = meta.pop(_SHAPES_KEY, None)
-    if shapes is not None:
-        _check_recorded_shapes(path, arrays, shapes)
-    if not isinstance(meta.get("type"), str):
-        raise ValueError(f"{path!r}: metadata entry 'type' must be a string naming the model "
-                         f"class, got {meta.get('type')!r}")
-    return arrays, meta
+register_loader("PSDModel",
+                lambda arrays, meta, source: PSDModel.from_arrays(arrays, meta, source=source))

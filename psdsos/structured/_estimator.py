@@ -13,18 +13,16 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils import ClassifierTags
 from sklearn.utils.validation import check_is_fitted
 
-from psdsos._validation import PathLike, RandomStateLike, check_saved_meta, validate_data
-from psdsos.estimators._base import (
-    SELF_KERNEL_OPTIONS,
-    Bandwidth,
-    Interval,
-    Options,
-    RandomState,
+from psdsos._params import Interval, Options, RandomState, validate_params
+from psdsos._persistence import (
+    SavedArray,
+    SavedEstimator,
+    SavedScalar,
+    label_array,
     register_loadable,
-    resolve_kernel,
-    save_estimator,
-    validate_params,
 )
+from psdsos._validation import PathLike, RandomStateLike, check_saved_meta, validate_data
+from psdsos.estimators._base import SELF_KERNEL_OPTIONS, Bandwidth, resolve_kernel
 from psdsos.features import NystromFeatures
 from psdsos.kernels import Kernel, get_kernel
 from psdsos.sos import PSDModel
@@ -83,7 +81,7 @@ class _LabelOutputTags:
         return tags
 
 
-class _KernelWeights(_LabelOutputTags, BaseEstimator):
+class _KernelWeights(_LabelOutputTags, SavedEstimator, BaseEstimator):
     """Shared machinery: the ridge weights alpha(x) of eq. 3 (exact or Nystrom)."""
 
     def _fit_weights(self, X, y):
@@ -196,75 +194,66 @@ class _KernelWeights(_LabelOutputTags, BaseEstimator):
             return float(space.score(Yc.reshape(P.shape), P))
         return -float(np.mean(space.loss(Yc.reshape(P.shape), P)))
 
-    # ---- persistence -----------------------------------------------------------------
+    # ---- persistence: the saved file (psdsos.load); n = n_train_ outputs, p = n_features_in_,
+    # the kernel ridge factor (n, n) or the Nystrom features (r, p) and coefficient map (r, n)
+    _saved_fitted_attr = "output_space_"
+    _fitted_arrays = {
+        "Y_train": SavedArray(("n", ...), attr="", labels=True),
+        "X_fit": SavedArray(("n", "p"), when=lambda meta: meta["features"] is None),
+        "cholesky": SavedArray(("n", "n"), when=lambda meta: meta["features"] is None),
+        "coef_map": SavedArray(("r", "n"), when=lambda meta: meta["features"] is not None),
+    }
+    _fitted_scalars = {"n_features_in_": "posint", "n_train_": "posint",
+                       "y_1d": SavedScalar("bool", ""), "y_shape?": SavedScalar("list", "")}
+    _saved_meta = {
+        "output": ("str", "dict"),
+        "output_space": {"name": "str", "config": "any"},
+        "features": ("dict", None),
+        "kernel_": {"name": "str", "sigma": "real"},
+    }
+    _saved_dims = {"n": "fitted.n_train_", "p": "fitted.n_features_in_"}
+
     def save(self, path: PathLike) -> None:
         """Save the fitted estimator (.npz + JSON metadata, loaded without pickle).
 
         The output space is stored by its registered name and ``to_config()``; a space that
         is not in the registry (:func:`psdsos.structured.get_output_space`) cannot be saved.
         """
-        check_is_fitted(self, "output_space_")
-        space = self.output_space_
-        registry = output_spaces()
+        self._save(path)
+
+    def _saved_param_values(self):
+        space, out, registry = self.output_space_, self.output, output_spaces()
         if registry.get(space.name) is not type(space):
             raise ValueError(
                 f"cannot save {type(self).__name__} with output {space!r}: only registered "
                 f"output spaces ({sorted(registry)}) are saved"
             )
-        arrays = {"Y_train": np.asarray(space.Y_train_)}
-        if arrays["Y_train"].dtype == object and all(isinstance(v, str)
-                                                     for v in arrays["Y_train"]):
-            arrays["Y_train"] = arrays["Y_train"].astype(str)  # e.g. a pandas column
-        if arrays["Y_train"].dtype == object:
-            raise ValueError(
-                f"cannot save {type(self).__name__} trained on labels of dtype object (saved "
-                "models never use pickle): use numbers or strings as labels"
-            )
-        if getattr(self, "features_", None) is not None:
-            farr, fmeta = self.features_.to_arrays()
-            arrays.update({f"features_{k}": v for k, v in farr.items()})
-            arrays["coef_map"] = self.coef_map_
-        else:
-            fmeta = None
-            arrays["X_fit"] = self.X_fit_
-            arrays["cholesky"] = self.cholesky_
-        out = self.output
-        out_meta = (out.lower() if isinstance(out, str)
-                    else {"name": out.name, "config": out.to_config()})
         if not isinstance(out, str) and registry.get(out.name) is not type(out):
             raise ValueError(f"cannot save {type(self).__name__} with an unregistered output "
                              f"space {out!r}")
-        shallow = copy.copy(self)
-        shallow.output = space.name
-        extra = {
-            "output": out_meta,
+        return {"output": space.name}
+
+    def _saved_extra(self):
+        space, out = self.output_space_, self.output
+        Y = label_array(space.Y_train_, type(self).__name__)
+        arrays = {"Y_train": Y}
+        fmeta = None
+        if getattr(self, "features_", None) is not None:
+            farr, fmeta = self.features_.to_arrays()
+            arrays.update({f"features_{k}": v for k, v in farr.items()})
+        return arrays, {
+            "output": (out.lower() if isinstance(out, str)
+                       else {"name": out.name, "config": out.to_config()}),
             "output_space": {"name": space.name, "config": space.to_config()},
             "features": fmeta,
-            # the fitted kernel itself (save_estimator's params may keep the default sigma
-            # when a Kernel object was passed)
+            # the fitted kernel itself (the saved sigma may be the default when a Kernel
+            # object was passed)
             "kernel_": {"name": self.kernel_.name, "sigma": float(self.kernel_.sigma)},
-            "fitted": {"n_features_in_": int(self.n_features_in_), "n_train_": self.n_train_,
-                       "y_1d": bool(getattr(space, "_1d", False)),
-                       "y_shape": list(arrays["Y_train"].shape[1:])},
+            "fitted": {"y_1d": bool(getattr(space, "_1d", False)), "y_shape": list(Y.shape[1:])},
         }
-        save_estimator(shallow, path, arrays, extra)
-
-    #: Saved metadata (checked by psdsos.load before _from_saved).
-    _SAVED_META = {
-        "output": ("str", "dict"),
-        "output_space": {"name": "str", "config": "any"},
-        "features": ("dict", None),
-        "kernel_": {"name": "str", "sigma": "real"},
-        "fitted": {"n_features_in_": "posint", "n_train_": "posint", "y_1d": "bool",
-                   "y_shape?": "list"},
-    }
-    #: Training outputs may be labels (strings) for discrete output spaces.
-    _SAVED_ANY_DTYPE = ("Y_train",)
 
     @classmethod
-    def _saved_arrays(cls, meta, *, source="the model file"):
-        """Schema of the saved arrays: n = n_train_ outputs, p = n_features_in_; the kernel
-        ridge factor (n, n) or the Nystrom features (r, p) and coefficient map (r, n)."""
+    def _saved_spec(cls, spec, symbols, meta, source):
         registry = output_spaces()
         for key in ("output_space", "output"):
             entry = meta[key]
@@ -277,26 +266,25 @@ class _KernelWeights(_LabelOutputTags, BaseEstimator):
                                            and k >= 0 for k in y_shape):
             raise ValueError(f"metadata entry 'fitted.y_shape' of {source} must be a list of "
                              f"sizes, got {y_shape!r}")
-        spec = {"Y_train": ("n", ...) if y_shape is None else ("n", *y_shape)}
-        if meta["features"] is None:
-            spec.update({"X_fit": ("n", "p"), "cholesky": ("n", "n")})
-        else:
+        if y_shape is not None:
+            spec["Y_train"] = ("n", *y_shape)
+        if meta["features"] is not None:
             check_saved_meta(meta["features"], PSDModel.SAVED_META["features"], source=source,
                              prefix="features.")
             if meta["features"]["class"] != "NystromFeatures":
                 raise ValueError(f"metadata entry 'features.class' of {source} must be "
                                  f"'NystromFeatures', got {meta['features']['class']!r}")
             saved = NystromFeatures.SAVED_ARRAYS
-            spec.update({f"features_{k}": shape for k, shape in saved.items()})
-            spec["coef_map"] = ("r", "n")
-        f = meta["fitted"]
-        return spec, {"n": f["n_train_"], "p": f["n_features_in_"],
-                      "_from": {"n": "metadata entry 'fitted.n_train_'",
-                                "p": "metadata entry 'fitted.n_features_in_'"}}
+            spec = {"Y_train": spec["Y_train"],
+                    **{f"features_{k}": shape for k, shape in saved.items()},
+                    "coef_map": spec["coef_map"]}
+        return spec, symbols
 
     @classmethod
-    def _from_saved(cls, arrays, meta):
-        est = cls(**_params_from_meta(meta))
+    def _saved_constructor_params(cls, meta):
+        return _params_from_meta(meta)
+
+    def _restore_saved(self, arrays, meta, source):
         sp = meta["output_space"]
         space = _space_from_meta(sp)
         Y = arrays["Y_train"]
@@ -305,24 +293,17 @@ class _KernelWeights(_LabelOutputTags, BaseEstimator):
         try:
             space.fit(Y)
         except ValueError as exc:
-            raise ValueError(f"array 'Y_train' of the model file is not a valid training "
-                             f"output of the space {sp['name']!r}: {exc}") from None
-        est.output_space_ = space
+            raise ValueError(f"array 'Y_train' of {source} is not a valid training output of "
+                             f"the space {sp['name']!r}: {exc}") from None
+        self.output_space_ = space
         if hasattr(space, "classes_"):
-            est.classes_ = space.classes_
-        est.kernel_ = get_kernel(meta["kernel_"]["name"], meta["kernel_"]["sigma"])
+            self.classes_ = space.classes_
+        self.kernel_ = get_kernel(meta["kernel_"]["name"], meta["kernel_"]["sigma"])
         if meta["features"] is not None:
             farr = {k[len("features_"):]: v for k, v in arrays.items()
                     if k.startswith("features_")}
-            est.features_ = NystromFeatures.from_arrays(farr, meta["features"])
-            est.kernel_ = est.features_.kernel_
-            est.coef_map_ = arrays["coef_map"]
-        else:
-            est.X_fit_ = arrays["X_fit"]
-            est.cholesky_ = arrays["cholesky"]
-        est.n_features_in_ = meta["fitted"]["n_features_in_"]
-        est.n_train_ = meta["fitted"]["n_train_"]
-        return est
+            self.features_ = NystromFeatures.from_arrays(farr, meta["features"])
+            self.kernel_ = self.features_.kernel_
 
 
 @register_loadable

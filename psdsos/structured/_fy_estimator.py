@@ -29,18 +29,10 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
 from sklearn.utils.validation import check_is_fitted
 
+from psdsos._params import Bool, Interval, Options, validate_params
+from psdsos._persistence import SavedArray, SavedEstimator, SavedScalar, register_loadable
 from psdsos._validation import PathLike, RandomStateLike, validate_data
-from psdsos.estimators._base import (
-    KERNEL_OPTIONS,
-    Bandwidth,
-    Bool,
-    Interval,
-    Options,
-    register_loadable,
-    resolve_kernel,
-    save_estimator,
-    validate_params,
-)
+from psdsos.estimators._base import KERNEL_OPTIONS, Bandwidth, resolve_kernel
 from psdsos.kernels import Kernel, get_kernel
 from psdsos.structured._base import OutputSpace
 from psdsos.structured._estimator import _LabelOutputTags
@@ -131,7 +123,7 @@ class _WarmBirkhoff(_Flat):
 
 
 @register_loadable
-class FenchelYoungEstimator(_LabelOutputTags, BaseEstimator):
+class FenchelYoungEstimator(_LabelOutputTags, SavedEstimator, BaseEstimator):
     r"""Projection-oracle structured prediction (Blondel 2019, eq. 6 and 11).
 
     Parameters
@@ -349,86 +341,67 @@ class FenchelYoungEstimator(_LabelOutputTags, BaseEstimator):
         """The output space's score (accuracy for multiclass, minus the mean loss else)."""
         return self.space_.score(np.asarray(y), self.predict(X))
 
-    # ---- persistence ----------------------------------------------------------------------
+    # ---- persistence: the saved file (psdsos.load); d = n_features_in_, p the encoding's
+    # size, n training outputs ------------------------------------------------------------
+    _saved_fitted_attr = "coef_"
+    _fitted_arrays = {
+        "coef": SavedArray(lambda meta: ("n", "p") if meta["params"].get("model") == "kernel"
+                           else ("d", "p")),
+        "intercept": SavedArray(("p",)),
+        "Y_train": SavedArray(("n", ...), attr="", labels=True),
+        "X_fit": SavedArray(("n", "d"), when=lambda meta: meta["params"].get("model") == "kernel"),
+    }
+    _fitted_scalars = {"n_features_in_": "posint", "objective_": "real*", "n_iter_": "int",
+                       "kernel_": SavedScalar(("dict", None), "")}
+    _saved_meta = {"output_space": {"name": "str", "config": "any"}}
+    _saved_dims = {"d": "fitted.n_features_in_"}
+
     def save(self, path: PathLike) -> None:
         """Save the fitted estimator (.npz + JSON metadata, loaded without pickle)."""
-        check_is_fitted(self, "coef_")
+        self._save(path)
+
+    def _saved_param_values(self):
+        return {"output": self.space_.name}
+
+    def _saved_extra(self):
         space = self.space_
-        Y = np.asarray(space.Y_train_)
-        if Y.dtype == object and all(isinstance(v, str) for v in Y.ravel()):
-            Y = Y.astype(str)
-        if Y.dtype == object:
-            raise ValueError(f"cannot save {type(self).__name__} trained on labels of dtype "
-                             "object (saved models never use pickle): use numbers or strings")
-        arrays = {"coef": self.coef_, "intercept": self.intercept_, "Y_train": Y}
-        if self.model == "kernel":
-            arrays["X_fit"] = self.X_fit_
-        shallow = copy.copy(self)
-        shallow.output = space.name
-        extra = {
+        return {"Y_train": space.Y_train_}, {
             "output_space": {"name": space.name, "config": space.to_config()},
-            "fitted": {"n_features_in_": int(self.n_features_in_),
-                       "objective_": self.objective_, "n_iter_": self.n_iter_,
-                       "kernel_": ({"name": self.kernel_.name,
-                                    "sigma": float(self.kernel_.sigma)}
+            "fitted": {"kernel_": ({"name": self.kernel_.name, "sigma": float(self.kernel_.sigma)}
                                    if self.model == "kernel" else None)},
         }
-        save_estimator(shallow, path, arrays, extra)
-
-    _SAVED_META = {
-        "output_space": {"name": "str", "config": "any"},
-        "fitted": {"n_features_in_": "posint", "objective_": "real*", "n_iter_": "int",
-                   "kernel_": ("dict", None)},
-    }
-    _SAVED_ANY_DTYPE = ("Y_train",)
 
     @classmethod
-    def _saved_arrays(cls, meta, *, source="the model file"):
+    def _saved_spec(cls, spec, symbols, meta, source):
         name = meta["output_space"]["name"]
         if name not in DISCRETE_SPACES:
             raise ValueError(f"metadata entry 'output_space' of {source} must name a discrete "
                              f"output space ({sorted(DISCRETE_SPACES)}), got {name!r}")
-        kernel = meta["params"].get("model") == "kernel"
-        spec = {"coef": ("q", "p"), "intercept": ("p",), "Y_train": ("n", ...)}
-        if kernel:
-            spec["X_fit"] = ("n", "d")
-            spec["coef"] = ("n", "p")
-        else:
-            spec["coef"] = ("d", "p")
-        d = meta["fitted"]["n_features_in_"]
-        return spec, {"d": d, "_from": {"d": "metadata entry 'fitted.n_features_in_'"}}
+        return spec, symbols
 
-    @classmethod
-    def _from_saved(cls, arrays, meta):
-        params = dict(meta["params"])
-        est = cls(**params)
+    def _restore_saved(self, arrays, meta, source):
         sp = meta["output_space"]
         space = DISCRETE_SPACES[sp["name"]].from_config(sp["config"])
         try:
             space.fit(arrays["Y_train"])
         except ValueError as exc:
-            raise ValueError(f"array 'Y_train' of the model file is not a valid training "
-                             f"output of the space {sp['name']!r}: {exc}") from None
+            raise ValueError(f"array 'Y_train' of {source} is not a valid training output of "
+                             f"the space {sp['name']!r}: {exc}") from None
         p = int(np.prod(space.polytope_.shape))
-        if arrays["coef"].shape[1] != p:
-            raise ValueError(f"array 'coef' of the model file must have {p} columns (the "
-                             f"{sp['name']} encoding), got {arrays['coef'].shape[1]}")
-        est.space_ = space
+        if self.coef_.shape[1] != p:
+            raise ValueError(f"array 'coef' of {source} must have {p} columns (the "
+                             f"{sp['name']} encoding), got {self.coef_.shape[1]}")
+        self.space_ = space
         if hasattr(space, "classes_"):
-            est.classes_ = space.classes_
-        f = meta["fitted"]
-        est.n_features_in_ = f["n_features_in_"]
-        est.coef_ = arrays["coef"]
-        est.intercept_ = arrays["intercept"]
-        est.objective_ = f["objective_"]
-        est.n_iter_ = f["n_iter_"]
-        if params.get("model") == "kernel":
-            if f["kernel_"] is None:
-                raise ValueError("metadata entry 'fitted.kernel_' of the model file is "
-                                 "missing for model='kernel'")
-            est.kernel_ = get_kernel(f["kernel_"]["name"], f["kernel_"]["sigma"])
-            est.X_fit_ = arrays["X_fit"]
-        est._C = est._set(space)
+            self.classes_ = space.classes_
+        if self.model == "kernel":
+            k = meta["fitted"]["kernel_"]
+            if k is None:
+                raise ValueError(f"metadata entry 'fitted.kernel_' of {source} is missing for "
+                                 "model='kernel'")
+            self.kernel_ = get_kernel(k["name"], k["sigma"])
+        else:
+            self.__dict__.pop("X_fit_", None)
+        self._C = self._set(space)
         V, b, _ = space.affine_decomposition()
-        est._V, est._b = np.asarray(V, dtype=np.float64), np.asarray(b, dtype=np.float64)
-        return est
+        self._V, self._b = np.asarray(V, dtype=np.float64), np.asarray(b, dtype=np.float64)

@@ -1,0 +1,493 @@
+"""Saved models: the .npz + JSON file format, the registry of loadable classes, the writer
+and the reader of fitted estimators (never pickle: a model file must not run code).
+
+Shared by every layer that saves models (``psdsos.sos``, ``psdsos.estimators``,
+``psdsos.structured``); imports only the leaf :mod:`psdsos._validation`, the parameter
+checks :mod:`psdsos._params` and the kernels (the lowest layer), whose objects are saved by
+name.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import zipfile
+import zlib
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from psdsos._params import validate_params
+from psdsos._validation import PathLike, check_saved_arrays, check_saved_meta
+from psdsos.kernels import KERNELS, Kernel, LinearKernel
+
+__all__ = ["save_npz", "load_npz", "load", "register_loadable", "register_loader",
+           "save_estimator", "SavedEstimator", "SavedArray", "SavedScalar", "label_array"]
+
+FORMAT_VERSION = 1
+T = TypeVar("T")
+
+
+#: Metadata entry recording the shape of every array of the file.
+_SHAPES_KEY = "array_shapes"
+
+
+def _check_recorded_shapes(path, arrays, shapes):
+    """Every array recorded at save time is present, with the recorded shape."""
+    if not isinstance(shapes, dict):
+        raise ValueError(f"{path!r}: metadata entry {_SHAPES_KEY!r} must be a JSON object, "
+                         f"got {type(shapes).__name__}")
+    for name, shape in shapes.items():
+        if name not in arrays:
+            raise ValueError(f"{path!r} has no array {name!r} (a required entry is missing)")
+        if not isinstance(shape, list) or list(arrays[name].shape) != shape:
+            raise ValueError(f"array {name!r} in {path!r} has shape {arrays[name].shape}, but "
+                             f"the file was written with shape {shape} (truncated or altered)")
+
+
+def save_npz(path: PathLike, arrays: Mapping[str, Any], meta: dict[str, Any]) -> None:
+    """Write arrays and JSON metadata to one .npz file (metadata as a uint8 array)."""
+    arrays = {k: np.asarray(v) for k, v in arrays.items()}
+    # the shape of every array is recorded: a truncated or altered array is caught at load
+    shapes = {k: list(v.shape) for k, v in arrays.items()}
+    meta = {"format_version": FORMAT_VERSION, "library": "psdsos", **meta,
+            _SHAPES_KEY: shapes}
+    payload = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
+    path = os.fspath(path)
+    np.savez(path, __meta__=payload, **arrays)
+
+
+def load_npz(path: PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Read a file written by :func:`save_npz` with ``allow_pickle=False``.
+
+    Returns
+    -------
+    arrays : dict of str to ndarray
+    meta : dict
+        The JSON metadata (a JSON object with ``library = "psdsos"``).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` (or ``path + ".npz"``) does not exist.
+    ValueError
+        If the file is not a readable .npz archive (truncated, corrupted, pickled objects),
+        has no metadata, or its metadata is not a JSON object written by psdsos.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path) and os.path.exists(path + ".npz"):
+        path = path + ".npz"
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no psdsos model file {path!r}")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
+        raise ValueError(f"cannot read psdsos model file {path!r}: {exc}") from None
+    if not isinstance(arrays, dict):  # np.load of a plain .npy file gives an array
+        raise ValueError(f"{path!r} is not a psdsos model file (not an .npz archive)")
+    if "__meta__" not in arrays:
+        raise ValueError(f"{path!r} is not a psdsos model file (no metadata)")
+    raw = arrays.pop("__meta__")
+    if raw.dtype != np.uint8 or raw.ndim != 1:
+        raise ValueError(f"{path!r}: the metadata entry '__meta__' must be the bytes of a JSON "
+                         f"text (uint8, 1-D), got dtype {raw.dtype} and shape {raw.shape}")
+    try:
+        meta = json.loads(raw.tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path!r}: the metadata '__meta__' is not valid JSON: {exc}") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path!r}: the metadata '__meta__' must be a JSON object, got a "
+                         f"{type(meta).__name__}")
+    if meta.get("library") != "psdsos":
+        raise ValueError(f"{path!r} is not a psdsos model file")
+    version = meta.get("format_version")
+    if version != FORMAT_VERSION:
+        raise ValueError(f"{path!r} has format_version {version!r}; this version of psdsos "
+                         f"reads format_version {FORMAT_VERSION}")
+    shapes = meta.pop(_SHAPES_KEY, None)
+    if shapes is not None:
+        _check_recorded_shapes(path, arrays, shapes)
+    if not isinstance(meta.get("type"), str):
+        raise ValueError(f"{path!r}: metadata entry 'type' must be a string naming the model "
+                         f"class, got {meta.get('type')!r}")
+    return arrays, meta
+
+
+#: ``type`` entry of a model file -> the function rebuilding the object from the file's
+#: (arrays, metadata, source); filled by :func:`register_loadable` and :func:`register_loader`.
+_LOADABLE: dict[str, Callable[[dict[str, np.ndarray], dict[str, Any], str], Any]] = {}
+
+
+def register_loader(name: str,
+                    loader: Callable[[dict[str, np.ndarray], dict[str, Any], str], Any]) -> None:
+    """Make :func:`load` rebuild files of type ``name`` with ``loader(arrays, meta, source)``
+    (``source``: the file, quoted, for messages)."""
+    _LOADABLE[name] = loader
+
+
+def register_loadable(cls: type[T]) -> type[T]:
+    """Class decorator: make ``psdsos.load`` able to rebuild instances of ``cls``.
+
+    ``cls`` declares its file (a :class:`SavedEstimator`), or gives the metadata schema
+    ``_SAVED_META``, the array schema ``_saved_arrays(meta, source=...)`` and the builder
+    ``_from_saved(arrays, meta)`` itself.
+    """
+    register_loader(cls.__name__, functools.partial(_load_estimator, cls))
+    return cls
+
+
+def load(path: PathLike) -> Any:
+    """Load a model saved with ``estimator.save(path)`` (.npz + JSON, no pickle).
+
+    The file is checked before anything is built: its metadata against the estimator's
+    schema (``_SAVED_META``), its constructor parameters against the estimator's own
+    ``_parameter_constraints`` (an unknown parameter name is refused too), and its arrays
+    against the array schema (``_saved_arrays``): every required array present, finite, and
+    of shapes consistent with each other and with the metadata.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    The fitted estimator (or PSDModel) stored in the file.
+
+    Raises
+    ------
+    FileNotFoundError
+        If there is no file at ``path`` (nor at ``path + ".npz"``).
+    ValueError
+        If the file is not a valid psdsos model file; the message names the entry (array,
+        metadata entry or parameter) at fault.
+    """
+    arrays, meta = load_npz(path)
+    source = repr(os.fspath(path))
+    typ = meta["type"]
+    loader = _LOADABLE.get(typ)
+    if loader is None:
+        raise ValueError(f"{source} holds an unknown model type {typ!r} (expected one of "
+                         f"{sorted(_LOADABLE)})")
+    return loader(arrays, meta, source)
+
+
+def _load_estimator(cls, arrays, meta, source):
+    """The checks of :func:`load` in order (metadata, parameters, arrays), then the build."""
+    check_saved_meta(meta, {"params": "dict", **cls._SAVED_META}, source=source)
+    meta["params"] = _saved_params(cls, meta["params"], arrays, source)
+    spec, symbols = cls._saved_arrays(meta, source=source)
+    check_saved_arrays(arrays, spec, symbols=symbols, source=source,
+                       any_dtype=getattr(cls, "_SAVED_ANY_DTYPE", ()))
+    kwargs = {"source": source} if issubclass(cls, SavedEstimator) else {}
+    try:
+        return cls._from_saved(arrays, meta, **kwargs)
+    except (KeyError, TypeError, IndexError) as exc:  # a schema gap: still a ValueError
+        raise ValueError(f"{source} is not a valid {cls.__name__} file: "
+                         f"{type(exc).__name__} {exc}") from None
+
+
+#: Prefix of the arrays that hold array-valued constructor parameters.
+_PARAM_ARRAY = "param_"
+
+
+def _saved_params(cls, params, arrays, source):
+    """The constructor parameters of a saved estimator, validated like ``fit`` does."""
+    names = cls._get_param_names()
+    unknown = sorted(set(params) - set(names))
+    if unknown:
+        raise ValueError(f"{source}: unknown parameter(s) {unknown} for {cls.__name__} "
+                         f"(its parameters are {names})")
+    params = dict(params)
+    for name in names:
+        key = _PARAM_ARRAY + name
+        if params.get(name) == {"array": key}:
+            if key not in arrays:
+                raise ValueError(f"{source} has no array {key!r} (a required entry is "
+                                 f"missing: the parameter {name})")
+            A = arrays[key]
+            if A.dtype.kind not in "fiu" or not np.all(np.isfinite(A)):
+                raise ValueError(f"array {key!r} in {source} (the parameter {name}) is not "
+                                 "numeric or contains NaN or infinite values")
+            params[name] = A.astype(np.float64)
+    try:
+        validate_params(cls(**params))
+    except ValueError as exc:
+        raise ValueError(f"{source} holds an invalid parameter: {exc}") from None
+    return params
+
+
+def _encode_params(owner, params, arrays):
+    """The constructor parameters as JSON values; array-valued ones go to ``arrays``.
+
+    A built-in kernel object is saved by name, its bandwidth replacing ``sigma`` (a
+    Kernel object carries its own bandwidth); a numpy Generator as None (not saved).
+    """
+    out = {}
+    kernel_sigma = None
+    for k, v in params.items():
+        if isinstance(v, LinearKernel):
+            v = v.name
+        if isinstance(v, Kernel):
+            if type(v) not in KERNELS.values():
+                raise ValueError(
+                    f"cannot save {owner} with a custom kernel object "
+                    f"{v!r}: only built-in kernels are saved"
+                )
+            kernel_sigma = float(v.sigma)
+            v = v.name
+        if isinstance(v, np.random.Generator):
+            v = None
+        if isinstance(v, np.ndarray) and v.ndim > 0:
+            arrays[_PARAM_ARRAY + k] = np.asarray(v, dtype=np.float64)
+            v = {"array": _PARAM_ARRAY + k}
+        if isinstance(v, (np.integer, np.floating, np.bool_, np.ndarray)):
+            v = v.item()
+        out[k] = v
+    if kernel_sigma is not None:
+        out["sigma"] = kernel_sigma
+    return out
+
+
+def save_estimator(estimator: Any, path: PathLike, arrays: Mapping[str, Any],
+                   extra_meta: dict[str, Any]) -> None:
+    """Write a fitted estimator: its constructor params (JSON-able) plus arrays.
+
+    An array-valued parameter (e.g. ConvexRegressor's ``constraint_points``) is stored as
+    the array ``param_<name>`` (its JSON entry is ``{"array": "param_<name>"}``) and
+    restored by :func:`load`.
+    """
+    arrays = dict(arrays)
+    params = _encode_params(type(estimator).__name__, estimator.get_params(deep=False), arrays)
+    meta = {"type": type(estimator).__name__, "params": params, **extra_meta}
+    save_npz(path, arrays, meta)
+
+
+# ---- declared files: one writer and one reader for every estimator ----------------------
+class SavedArray:
+    """A fitted array of a saved estimator (an entry of ``_fitted_arrays``).
+
+    Parameters
+    ----------
+    shape : tuple or callable
+        Its shape in the notation of :func:`psdsos._validation.check_saved_arrays` (ints,
+        dimension names shared with the other arrays and the metadata, ``"r*d"``, None,
+        ``...``), or ``shape(meta)`` when it depends on the file's metadata.
+    attr : str, optional
+        The estimator attribute written and restored (default: the array name + ``"_"``);
+        ``""``: written by the estimator's ``_saved_extra`` and read by its
+        ``_restore_saved`` (the array is only declared, for the checks).
+    dtype : numpy dtype, optional
+        The dtype the attribute is restored with (default: as stored).
+    when : callable, optional
+        ``when(meta)``: whether the file must hold the array (e.g. only for
+        ``representation="exact"``); such an array is written when its attribute is not
+        None.  An array name ending in ``"?"`` is optional (files written before it existed).
+    labels : bool
+        The array may hold labels (strings) instead of numbers; an object array of strings
+        is saved as strings, any other object array is refused (never pickle).
+    """
+
+    __slots__ = ("shape", "attr", "dtype", "when", "labels")
+
+    def __init__(self, shape: tuple | Callable[[dict[str, Any]], tuple],
+                 attr: str | None = None, *, dtype: Any = None,
+                 when: Callable[[dict[str, Any]], bool] | None = None,
+                 labels: bool = False) -> None:
+        self.shape, self.attr, self.dtype = shape, attr, dtype
+        self.when, self.labels = when, labels
+
+
+class SavedScalar:
+    """A fitted scalar of a saved estimator (an entry of ``_fitted_scalars``, stored in the
+    metadata entry ``"fitted"``) whose attribute is not its name: ``attr``, or ``""`` when
+    the estimator's hooks write and read it."""
+
+    __slots__ = ("kind", "attr")
+
+    def __init__(self, kind: Any, attr: str) -> None:
+        self.kind, self.attr = kind, attr
+
+
+def _scalar(key, spec):
+    """(kind, attribute) of a ``_fitted_scalars`` entry (a bare kind: attribute = key)."""
+    if isinstance(spec, SavedScalar):
+        return spec.kind, spec.attr
+    return spec, key.rstrip("?")
+
+
+def _as_kind(value, kind):
+    """``value`` as the JSON type of its metadata kind (numpy scalars become Python's)."""
+    if kind in ("int", "posint"):
+        return int(value)
+    if kind in ("real", "real*"):
+        return float(value)
+    if kind == "bool":
+        return bool(value)
+    return value
+
+
+def label_array(values: Any, owner: str) -> np.ndarray:
+    """Training labels as a savable array: an object array of strings (e.g. a pandas column)
+    becomes a string array; any other object array is refused (saved models never use
+    pickle)."""
+    A = np.asarray(values)
+    if A.dtype == object and all(isinstance(v, str) for v in A.ravel()):
+        A = A.astype(str)
+    if A.dtype == object:
+        raise ValueError(f"cannot save {owner} trained on labels of dtype object (saved "
+                         "models never use pickle): use numbers or strings as labels")
+    return A
+
+
+#: Metadata keys of the file itself, which ``save(metadata=...)`` must not use.
+RESERVED_KEYS = frozenset({"type", "params", "fitted", "format_version", "library",
+                           _SHAPES_KEY})
+
+
+class SavedEstimator:
+    """Mixin of the estimators saved by :func:`psdsos.load`'s one writer and one reader.
+
+    A subclass declares its file once:
+
+    - ``_saved_fitted_attr``: the attribute of a fitted estimator (``save`` refuses an
+      unfitted one);
+    - ``_fitted_arrays``: ``{name: SavedArray}``, the arrays of the .npz file;
+    - ``_fitted_scalars``: ``{name: kind or SavedScalar}``, the metadata entry ``"fitted"``
+      (kinds of :func:`psdsos._validation.check_saved_meta`);
+    - ``_saved_meta``: the schema of its other metadata entries;
+    - ``_saved_dims``: dimensions known from the metadata, ``{"p": "fitted.n_features_in_"}``;
+
+    and overrides the hooks for what is its own (a kernel object, a feature map, an output
+    space, class labels): ``_saved_param_values`` (constructor parameters saved other than
+    as set), ``_saved_extra`` (more arrays and metadata), ``_saved_spec`` (a schema that
+    depends on the file), ``_saved_constructor_params`` and ``_restore_saved``.
+
+    The file: the constructor parameters (``get_params``, array-valued ones as arrays
+    ``param_<name>``), the declared arrays and scalars; loading checks the metadata, the
+    parameters (``_parameter_constraints``), every array (present, numeric, finite, shapes
+    consistent) before anything is built; ``allow_pickle=False`` throughout.
+    """
+
+    _saved_fitted_attr: ClassVar[str] = ""
+    _fitted_arrays: ClassVar[dict[str, SavedArray]] = {}
+    _fitted_scalars: ClassVar[dict[str, Any]] = {}
+    _saved_meta: ClassVar[dict[str, Any]] = {}
+    _saved_dims: ClassVar[dict[str, str]] = {}
+    # derived from the declarations (the schema psdsos.load checks first)
+    _SAVED_META: ClassVar[dict[str, Any]] = {}
+    _SAVED_ANY_DTYPE: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        fitted = {k: _scalar(k, v)[0] for k, v in cls._fitted_scalars.items()}
+        cls._SAVED_META = {**cls._saved_meta, **({"fitted": fitted} if fitted else {})}
+        cls._SAVED_ANY_DTYPE = tuple(k.rstrip("?") for k, a in cls._fitted_arrays.items()
+                                     if a.labels)
+
+    # ---- writer ---------------------------------------------------------------------------
+    def save(self, path: PathLike) -> None:
+        """Save the fitted estimator to ``path`` (.npz + JSON metadata; loaded by
+        :func:`psdsos.load` without pickle)."""
+        self._save(path)
+
+    def _save(self, path, metadata=None):
+        check_is_fitted(self, self._saved_fitted_attr)
+        owner = type(self).__name__
+        params = {**self.get_params(deep=False), **self._saved_param_values()}
+        arrays, meta = self._saved_extra()
+        fitted = {}
+        for key, spec in self._fitted_scalars.items():
+            kind, attr = _scalar(key, spec)
+            if attr and (not key.endswith("?") or getattr(self, attr, None) is not None):
+                fitted[key.rstrip("?")] = _as_kind(getattr(self, attr), kind)
+        fitted.update(meta.pop("fitted", {}))
+        for key, a in self._fitted_arrays.items():
+            name = key.rstrip("?")
+            if a.attr == "" or name in arrays:
+                continue
+            value = getattr(self, a.attr or name + "_", None)
+            if value is not None:
+                arrays[name] = value
+            elif a.when is None and not key.endswith("?"):
+                raise ValueError(f"cannot save {owner}: its fitted array {name!r} is None")
+        for key, a in self._fitted_arrays.items():
+            if a.labels and key.rstrip("?") in arrays:
+                arrays[key.rstrip("?")] = label_array(arrays[key.rstrip("?")], owner)
+        if fitted:
+            meta["fitted"] = fitted
+        if metadata:
+            clash = RESERVED_KEYS.intersection(metadata)
+            if clash:
+                raise ValueError(f"metadata must not use the reserved keys {sorted(clash)}")
+            meta.update(metadata)
+        arrays = {k: np.asarray(v) for k, v in arrays.items()}
+        for name, A in arrays.items():
+            if A.dtype == object:  # np.savez would pickle it
+                raise ValueError(f"cannot save {owner}: array {name!r} holds Python objects "
+                                 "(saved models never use pickle)")
+        json_params = _encode_params(owner, params, arrays)
+        save_npz(path, arrays, {"type": owner, "params": json_params, **meta})
+
+    def _saved_param_values(self):
+        """Constructor parameters saved with another value than they have (e.g. an output
+        space object by its name), checked savable; ``{}`` by default."""
+        return {}
+
+    def _saved_extra(self):
+        """(arrays, metadata entries) beyond the declared ones; ``({}, {})`` by default.  A
+        ``"fitted"`` entry is merged into the declared fitted scalars."""
+        return {}, {}
+
+    # ---- reader ---------------------------------------------------------------------------
+    @classmethod
+    def _saved_arrays(cls, meta, *, source="the model file"):
+        """(array schema, known dimensions) of a file whose metadata is ``meta``."""
+        spec = {}
+        for name, a in cls._fitted_arrays.items():
+            if a.when is None or a.when(meta):
+                spec[name] = a.shape(meta) if callable(a.shape) else a.shape
+        symbols = {"_from": {}}
+        for sym, entry in cls._saved_dims.items():
+            value = meta
+            for part in entry.split("."):
+                value = value[part]
+            symbols[sym] = value
+            symbols["_from"][sym] = f"metadata entry {entry!r}"
+        return cls._saved_spec(spec, symbols, meta, source)
+
+    @classmethod
+    def _saved_spec(cls, spec, symbols, meta, source):
+        """Hook: the declared (spec, symbols) completed with what depends on the file."""
+        return spec, symbols
+
+    @classmethod
+    def _saved_constructor_params(cls, meta):
+        """Hook: the constructor parameters of the saved estimator (validated already)."""
+        return dict(meta["params"])
+
+    @classmethod
+    def _from_saved(cls, arrays, meta, *, source="the model file"):
+        """The estimator of a checked file: constructor, declared arrays and scalars, then
+        ``_restore_saved`` for the rest."""
+        est = cls(**cls._saved_constructor_params(meta))
+        for name, a in cls._fitted_arrays.items():
+            name = name.rstrip("?")
+            if a.attr == "" or name not in arrays:
+                continue
+            A = arrays[name]
+            setattr(est, a.attr or name + "_",
+                    A if a.dtype is None else np.asarray(A, dtype=a.dtype))
+        fitted = meta.get("fitted", {})
+        for key, spec in cls._fitted_scalars.items():
+            kind, attr = _scalar(key, spec)
+            if attr and key.rstrip("?") in fitted:
+                setattr(est, attr, _as_kind(fitted[key.rstrip("?")], kind))
+        est._restore_saved(arrays, meta, source)
+        return est
+
+    def _restore_saved(self, arrays, meta, source):
+        """Hook: restore what the declarations do not (a kernel, a feature map, ...)."""
