@@ -1035,6 +1035,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"total time: {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return code
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
