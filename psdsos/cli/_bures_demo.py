@@ -12,6 +12,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
 
 from psdsos.cli._common import _check_output_path, _fmt, _report_cv_and_refit
+from psdsos.cli._kernels import DEMO_KERNELS, PAPER_KERNEL, listed
 from psdsos.estimators import NonConvexFitWarning
 
 #: Candidates with lam1 > 0 and lam2 at or below this are solved in the primal (Clarabel):
@@ -22,8 +23,6 @@ PRIMAL_BELOW = 1e-5
 CV_MAX_ITER = 2000
 #: Held-out times for the error against the true geodesic.
 N_TEST = 200
-#: Kernels cross-validated by bures-demo (without --paper).
-DEMO_KERNELS = ("gaussian", "matern52", "exponential")
 #: Bandwidths of bures-demo's default grid, in the units of t (training times in [0, 1]).
 DEMO_SIGMAS = (1.0, 0.3, 0.1)
 #: lam2 of bures-demo's default grid (lam1 = 0): the smooth kernels are best at tiny lam2.
@@ -37,7 +36,7 @@ RANK_ONE_CV_MAX_ITER = 5000
 
 
 def _small_grid():
-    """The small grid of ``--paper --grid small`` (exponential kernel)."""
+    """The small grid of ``--paper --grid small`` (with PAPER_KERNEL)."""
     return {"lam1": [1e-3, 0.0], "lam2": [1e-2, 1e-4], "sigma": [1.0, 0.1]}
 
 
@@ -47,25 +46,25 @@ def _demo_grid(name, rank_one):
         from psdsos.model_selection import paper_grid_psd
 
         grid = paper_grid_psd(primal_below=PRIMAL_BELOW)
-        text = ("paper (Appendix D.1): exponential kernel; lam1 in {0, 1e-8, ..., 1}, "
+        text = (f"paper (Appendix D.1): {PAPER_KERNEL} kernel; lam1 in {{0, 1e-8, ..., 1}}, "
                 "lam2 in {1e-8, ..., 1}, sigma in {1, 0.1, 0.01}; lam1 > 0 with lam2 <= "
                 f"{PRIMAL_BELOW:g} solved in the primal (Clarabel)")
         for part in grid:
-            part["kernel"] = ["exponential"]
+            part["kernel"] = [PAPER_KERNEL]
     elif name == "paper-small":
-        grid = {"kernel": ["exponential"], **_small_grid()}
-        text = ("small: exponential kernel; lam1 in {0, 1e-3}, lam2 in {1e-4, 1e-2}, "
+        grid = {"kernel": [PAPER_KERNEL], **_small_grid()}
+        text = (f"small: {PAPER_KERNEL} kernel; lam1 in {{0, 1e-3}}, lam2 in {{1e-4, 1e-2}}, "
                 "sigma in {1, 0.1}")
     elif name == "small":
         lam2 = [1e-4, RANK_ONE_MIN_LAM2 if rank_one else 1e-10]
         grid = {"kernel": list(DEMO_KERNELS), "sigma": [1.0], "lam1": [0.0], "lam2": lam2}
-        text = ("small: kernel in {gaussian, matern52, exponential}, sigma = 1, lam1 = 0, "
+        text = (f"small: kernel in {{{listed(DEMO_KERNELS)}}}, sigma = 1, lam1 = 0, "
                 f"lam2 in {{{_fmt(lam2[1])}, {_fmt(lam2[0])}}}; dual solver, cold starts")
     else:
         lam2 = [v for v in DEMO_LAM2 if not rank_one or v >= RANK_ONE_MIN_LAM2]
         grid = {"kernel": list(DEMO_KERNELS), "sigma": list(DEMO_SIGMAS), "lam1": [0.0],
                 "lam2": lam2}
-        text = ("kernel in {gaussian, matern52, exponential}, sigma in "
+        text = (f"kernel in {{{listed(DEMO_KERNELS)}}}, sigma in "
                 f"{{{', '.join(_fmt(v) for v in DEMO_SIGMAS)}}}, lam1 = 0, lam2 in "
                 f"{{{_fmt(lam2[-1])}, ..., {_fmt(lam2[0])}}} ({len(lam2)} values); dual "
                 "solver, cold starts")
@@ -115,7 +114,7 @@ def _bures_demo(args, out):
     print(f"grid: {grid_text}", file=out)
 
     # sigma, lam1 and kernel are given by every grid: nothing depends on the defaults
-    est = PSDRegressor("exponential", sigma=1.0, lam1=0.0, primal_solver="CLARABEL")
+    est = PSDRegressor(PAPER_KERNEL, sigma=1.0, lam1=0.0, primal_solver="CLARABEL")
     n_kernels = 1 if paper else len(DEMO_KERNELS)
     cv_max_iter = RANK_ONE_CV_MAX_ITER if args.rank_one and not paper else CV_MAX_ITER
     if not args.quiet:

@@ -8,6 +8,13 @@ import math
 from psdsos.cli._bures_demo import _bures_demo
 from psdsos.cli._convex_fit import CONVEX_CV_MAX_ITER, PAPER_N_LANDMARKS, _convex_fit
 from psdsos.cli._convex_predict import _convex_predict
+from psdsos.cli._kernels import (
+    CONVEX_DEFAULT_KERNEL,
+    DEMO_KERNELS,
+    PAPER_KERNEL,
+    hessian_kernels,
+    listed,
+)
 from psdsos.estimators import RELATIVE_DEFICIT_TOL
 
 
@@ -26,11 +33,11 @@ def _build_parser():
         help="interpolate a Bures-Wasserstein geodesic (PSD paper, Figures 1 and 6)",
         description=(
             "Sample n_train PSD 2x2 matrices on a Bures-Wasserstein geodesic, select the "
-            "kernel (gaussian, matern52, exponential), its bandwidth sigma and lam2 of a "
+            f"kernel ({listed(DEMO_KERNELS)}), its bandwidth sigma and lam2 of a "
             "PSDRegressor by leave-one-out cross-validation (dual solver), "
             "refit, and report the mean squared Bures-Wasserstein distance to the true "
             "geodesic at 200 held-out times next to piecewise-linear interpolation. "
-            "--paper: the paper's Figure 1 setting instead (exponential kernel, "
+            f"--paper: the paper's Figure 1 setting instead ({PAPER_KERNEL} kernel, "
             "(lam1, lam2, sigma) over the grid of Appendix D.1)."
         ),
     )
@@ -42,7 +49,7 @@ def _build_parser():
                       help="number of training matrices (default: 12)")
     demo.add_argument("--seed", type=int, default=0, help="seed of the endpoints (default: 0)")
     demo.add_argument("--paper", action="store_true",
-                      help="the paper's setting: exponential kernel, grid of Appendix D.1 "
+                      help=f"the paper's setting: {PAPER_KERNEL} kernel, grid of Appendix D.1 "
                            "(270 candidates; one to a few minutes)")
     demo.add_argument("--grid", choices=("default", "small", "paper"), default="default",
                       help="default: 3 kernels x 3 bandwidths x 6 lam2 down to 1e-12 (54 "
@@ -168,8 +175,8 @@ def _add_convex_parsers(sub):
     fit.add_argument("--sigma", type=_float_list, metavar="V,...",
                      help="replace the grid's kernel bandwidths, as multiples of the "
                           "standardized features' scale sqrt(n_features / 2)")
-    fit.add_argument("--kernel", choices=("gaussian", "matern32", "matern52"),
-                     default="gaussian", help="kernel (default: gaussian, as the paper)")
+    fit.add_argument("--kernel", choices=hessian_kernels(), default=CONVEX_DEFAULT_KERNEL,
+                     help=f"kernel (default: {CONVEX_DEFAULT_KERNEL}, as the paper)")
     fit.add_argument("--concave", action="store_true", help="fit a concave function")
     fit.add_argument("--solver", choices=("dual", "primal"), default="dual",
                      help="dual: accelerated gradient (default); primal: an SDP through CVXPY")
