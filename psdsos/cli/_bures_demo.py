@@ -28,10 +28,9 @@ DEMO_SIGMAS = (1.0, 0.3, 0.1)
 #: lam2 of bures-demo's default grid (lam1 = 0): the smooth kernels are best at tiny lam2.
 DEMO_LAM2 = (1e-2, 1e-4, 1e-6, 1e-8, 1e-10, 1e-12)
 #: Smallest lam2 of the default grid with --rank-one: rank-one targets lie on the boundary
-#: of the PSD cone, where the dual needs about 1 / sqrt(lam2) iterations (2,900 at 1e-6,
-#: 37,000 at 1e-8 for n = 12).
+#: of the PSD cone, where the dual needs about 1 / sqrt(lam2) iterations.
 RANK_ONE_MIN_LAM2 = 1e-6
-#: Iteration cap of the CV fits of --rank-one without --paper (lam2 = 1e-6 needs ~3,000).
+#: Iteration cap of the CV fits of --rank-one without --paper (enough at RANK_ONE_MIN_LAM2).
 RANK_ONE_CV_MAX_ITER = 5000
 
 

@@ -41,8 +41,7 @@ def _convex_grid(name):
                 "not list its rho grid)")
     else:
         # sigma = 2 x scale: a smoother fit, easier to keep convex between the constraint
-        # points (a 20,000-row income / household-size / spending table: CV error 402 and
-        # deficit 0 at 2 x scale against 406 and 0.087 at 1 x scale)
+        # points on large tables, where 1 x scale may not be
         grid = {"rho": [1e-3, 1e-5], "lam2": [1e-3, 1e-5], "sigma": [0.5, 1.0, 2.0]}
         text = "small: rho in {1e-3, 1e-5}, lam2 in {1e-3, 1e-5}, sigma in {0.5, 1, 2} x scale"
     return grid, text
