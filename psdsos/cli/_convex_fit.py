@@ -30,7 +30,7 @@ def _convex_grid(name):
     inputs uniform in [-2 pi, 2 pi]^2 become the factors sigma / scale of those inputs.
     """
     from psdsos.model_selection import paper_grid_convex
-    from psdsos.model_selection._search import PAPER_CONVEX_INPUT_SCALE
+    from psdsos.model_selection._grids import PAPER_CONVEX_INPUT_SCALE
 
     if name == "paper":
         grid = paper_grid_convex()
