@@ -12,15 +12,11 @@
 Imports psdsos.estimators and lower layers only.
 """
 
-from psdsos.model_selection._search import (
-    PATH_PARAMS,
-    SearchResult,
-    grid_search_cv,
-    neg_mse_scorer,
-    paper_grid_convex,
-    paper_grid_psd,
-    relative_sigmas,
-)
+from psdsos.model_selection._grids import paper_grid_convex, paper_grid_psd, relative_sigmas
+from psdsos.model_selection._path import PATH_PARAMS
+from psdsos.model_selection._result import SearchResult
+from psdsos.model_selection._scoring import neg_mse_scorer
+from psdsos.model_selection._search import grid_search_cv
 
 __all__ = ["PATH_PARAMS", "SearchResult", "grid_search_cv", "neg_mse_scorer", "paper_grid_convex",
            "paper_grid_psd", "relative_sigmas"]

@@ -1,0 +1,32 @@
+"""The kernel names of the commands, in one place.
+
+Only :data:`KERNEL_NAMES` lists what exists; the other names here are the commands' choices
+among them, and what a kernel can do (convex-fit needs Hessians) is asked of the kernel.
+"""
+
+from __future__ import annotations
+
+from psdsos.kernels import get_kernel
+
+#: Every kernel the commands may offer, in the order their help texts list them.
+#: From the kernel registry once it exists.
+KERNEL_NAMES = ("gaussian", "exponential", "matern32", "matern52")
+
+#: Kernels cross-validated by bures-demo (without --paper), from smooth to rough.
+DEMO_KERNELS = ("gaussian", "matern52", "exponential")
+#: The kernel of the PSD paper's Figure 1 (bures-demo --paper).
+PAPER_KERNEL = "exponential"
+#: convex-fit's default kernel, as the PSD paper's section 6.
+CONVEX_DEFAULT_KERNEL = "gaussian"
+
+
+def hessian_kernels() -> tuple[str, ...]:
+    """The kernels of :data:`KERNEL_NAMES` that are twice differentiable (convex-fit's
+    choices: its SoS constraint is on the Hessian)."""
+    return tuple(name for name in KERNEL_NAMES
+                 if get_kernel(name, sigma=1.0).differentiability >= 2)
+
+
+def listed(names: tuple[str, ...]) -> str:
+    """``"a, b, c"``: kernel names as the help texts and reports list them."""
+    return ", ".join(names)
