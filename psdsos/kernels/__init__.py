@@ -10,17 +10,12 @@ PSD paper's Example 1, eq. (15)), with values, gradients and Hessians in the fir
 (Appendix C.5, eq. (37)).  This subpackage imports nothing from other psdsos layers.
 """
 
-from psdsos.kernels._kernels import (
-    KERNELS,
-    ExponentialKernel,
-    GaussianKernel,
-    Kernel,
-    LinearKernel,
-    Matern32Kernel,
-    Matern52Kernel,
-    get_kernel,
-    scale_bandwidth,
-)
+from psdsos.kernels._bandwidth import scale_bandwidth
+from psdsos.kernels._base import Kernel
+from psdsos.kernels._gaussian import GaussianKernel
+from psdsos.kernels._linear import LinearKernel
+from psdsos.kernels._matern import ExponentialKernel, Matern32Kernel, Matern52Kernel
+from psdsos.kernels._registry import KERNELS, get_kernel
 
 __all__ = [
     "Kernel",
