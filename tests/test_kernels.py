@@ -87,6 +87,8 @@ def test_registry_and_attributes():
         "KERNELS",
         "get_kernel",
         "scale_bandwidth",
+        "register_kernel",
+        "kernel_names",
     }
 
 

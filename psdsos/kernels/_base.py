@@ -88,6 +88,16 @@ class Kernel:
     Matern kernels are the Sobolev kernels of the PSD paper's Example 1, eq. (15), with the
     scale factor of the remark after Example 1 (no :math:`\\sqrt{2\\nu}` factor).
 
+    A new kernel is one subclass, registered by name with
+    :func:`psdsos.kernels.register_kernel` where it is defined.  It sets ``formula`` and
+    ``differentiability`` and implements ``_kappa(rho)`` and ``_dkappa(rho)``
+    (:math:`\\kappa` and :math:`\\kappa'`, elementwise on arrays of :math:`\\rho \\ge 0`);
+    ``differentiability >= 2`` also needs ``_hessian_coefs(rho)`` (the pair
+    :math:`(a, b)` of :meth:`hessian`) and ``differentiability >= 4``
+    ``_fourth_coefs(rho)`` (the triple :math:`(c_2, c_3, c_4)` of :meth:`hessian_hessian`),
+    all finite at :math:`\\rho = 0`.  ``_kappa_from_sq(rho2)`` (the profile of
+    :math:`\\rho^2`, used for Gram matrices) may be overridden to skip a square root.
+
     Parameters
     ----------
     sigma : float, default=1.0
@@ -98,7 +108,9 @@ class Kernel:
     Attributes
     ----------
     name : str
-        Kernel name, one of the keys of :data:`KERNELS`.
+        Kernel name, one of the keys of :data:`KERNELS` (set by ``register_kernel``).
+    formula : str
+        The kernel's formula, for error messages.
     sigma : float
         The validated bandwidth.
     differentiability : int
@@ -114,6 +126,7 @@ class Kernel:
     """
 
     name: str = "kernel"
+    formula: str = "k(x,y)"
     differentiability: int = 0
 
     def __init__(self, sigma: float = 1.0) -> None:
@@ -141,17 +154,14 @@ class Kernel:
     def _fourth_coefs(self, rho):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _formula(self):  # pragma: no cover - abstract
-        raise NotImplementedError
-
     # ---------------------------------------------------------------- helpers
     def _require(self, order, method):
         """Raise ValueError if the kernel is not ``order`` times differentiable."""
         if self.differentiability >= order:
             return
-        from psdsos.kernels._registry import KERNELS
+        from psdsos.kernels._registry import kernel_names
 
-        ok = [n for n, cls in KERNELS.items() if cls.differentiability >= order]
+        ok = kernel_names(differentiability=order)
         alternatives = " or ".join(", ".join(repr(n) for n in ok).rsplit(", ", 1))
         if order == 2:
             what = "twice differentiable"
@@ -163,9 +173,17 @@ class Kernel:
             else f" is only {self.differentiability} times differentiable at x=y"
         )
         raise ValueError(
-            f"the {self.name!r} kernel is not {what} ({self._formula()}{kink}); "
+            f"the {self.name!r} kernel is not {what} ({self.formula}{kink}); "
             f"{method} needs a kernel that is {what}: use {alternatives}"
         )
+
+    def _fourth_order(self, X, Y, method):
+        """What the third- and fourth-order formulas share: the check that the kernel is 4
+        times differentiable, rho, the unit vectors, (c2, c3, c4) and the identity (p, p)."""
+        self._require(4, method)
+        X, Y = _check_pair(X, Y)
+        rho, unit = self._geometry(X, Y)
+        return rho, unit, self._fourth_coefs(rho), np.eye(X.shape[1])
 
     def _geometry(self, X, Y):
         """Return rho (n, m) and the unit vectors n (n, m, p), n = 0 where x = y."""
@@ -263,8 +281,8 @@ class Kernel:
         ----------
         X : array-like of shape (n, p)
             Points where the Hessian is taken (first argument).
-        Y : array-like of shape (m, p), default=None
-            Second arguments; ``None`` means ``Y = X``.
+        Y : array-like of shape (m, p) or None, default=None
+            Second arguments (``None``: the rows of ``X``).
 
         Returns
         -------
@@ -378,12 +396,7 @@ class Kernel:
         ValueError
             If the kernel is not four times differentiable (exponential, Matern 3/2).
         """
-        self._require(4, "hessian_hessian")
-        X, Y = _check_pair(X, Y)
-        p = X.shape[1]
-        rho, unit = self._geometry(X, Y)
-        c2, c3, c4 = self._fourth_coefs(rho)
-        eye = np.eye(p)
+        _, unit, (c2, c3, c4), eye = self._fourth_order(X, Y, "hessian_hessian")
         nn = unit[..., :, None] * unit[..., None, :]
         S3 = (
             np.einsum("pq,abrs->abpqrs", eye, nn)
@@ -395,7 +408,7 @@ class Kernel:
         )
         D = c3[..., None, None, None, None] * S3
         D += c4[..., None, None, None, None] * np.einsum("abpq,abrs->abpqrs", nn, nn)
-        D += c2[..., None, None, None, None] * _s2_tensor(p)
+        D += c2[..., None, None, None, None] * _s2_tensor(eye.shape[0])
         return D / self.sigma**4
 
     def hessian_gradient(self, X: ArrayLike, Y: ArrayLike | None = None) -> np.ndarray:
@@ -432,12 +445,7 @@ class Kernel:
         ValueError
             If the kernel is not four times differentiable (exponential, Matern 3/2).
         """
-        self._require(4, "hessian_gradient")
-        X, Y = _check_pair(X, Y)
-        p = X.shape[1]
-        rho, unit = self._geometry(X, Y)
-        c2, c3, _ = self._fourth_coefs(rho)
-        eye = np.eye(p)
+        rho, unit, (c2, c3, _), eye = self._fourth_order(X, Y, "hessian_gradient")
         sym = (
             np.einsum("pq,abr->abpqr", eye, unit)
             + np.einsum("pr,abq->abpqr", eye, unit)

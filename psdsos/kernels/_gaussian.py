@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from psdsos.kernels._base import _SMOOTH, Kernel
+from psdsos.kernels._registry import register_kernel
 
 
+@register_kernel("gaussian")
 class GaussianKernel(Kernel):
     """Gaussian (RBF) kernel.
 
@@ -31,7 +33,8 @@ class GaussianKernel(Kernel):
     Parameters
     ----------
     sigma : float, default=1.0
-        Bandwidth, finite and > 0.
+        Bandwidth: the standard deviation of the Gaussian profile (scikit-learn's
+        ``length_scale``), finite and > 0.
 
     Examples
     --------
@@ -42,11 +45,8 @@ class GaussianKernel(Kernel):
     array([[0.60653066]])
     """
 
-    name = "gaussian"
+    formula = "k(x,y)=exp(-||x-y||^2/(2 sigma^2))"
     differentiability = _SMOOTH
-
-    def _formula(self):
-        return "k(x,y)=exp(-||x-y||^2/(2 sigma^2))"
 
     def _kappa_from_sq(self, rho2):
         return np.exp(-0.5 * rho2)

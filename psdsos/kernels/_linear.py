@@ -9,8 +9,10 @@ from numpy.typing import ArrayLike
 
 from psdsos._validation import check_array_2d
 from psdsos.kernels._base import _check_pair
+from psdsos.kernels._registry import register_kernel
 
 
+@register_kernel("linear")
 class LinearKernel:
     """Linear kernel :math:`k(x, y) = \\langle x, y \\rangle` (for the SELF estimators only).
 
@@ -41,7 +43,7 @@ class LinearKernel:
     array([[11.]])
     """
 
-    name = "linear"
+    name: str  # "linear", set by register_kernel
     #: Unused placeholder (the linear kernel has no bandwidth).
     sigma = 1.0
 

@@ -1,60 +1,14 @@
-"""The Matern kernels: exponential (nu = 1/2), Matern 3/2 and Matern 5/2 (PSD paper, Example 1)."""
+"""The Matern kernels of nu = 3/2 and nu = 5/2 (Sobolev kernels, PSD paper, Example 1)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from psdsos.kernels._base import Kernel
+from psdsos.kernels._registry import register_kernel
 
 
-class ExponentialKernel(Kernel):
-    """Exponential (Laplace) kernel with the Euclidean norm.
-
-    .. math::
-
-        k(x, y) = \\exp\\Big(-\\frac{\\|x - y\\|}{\\sigma}\\Big),
-        \\qquad \\kappa(\\rho) = e^{-\\rho}.
-
-    The Sobolev kernel of the PSD paper's Example 1, eq. (15), with :math:`s - p/2 = 1/2`
-    (remark after Example 1); scikit-learn's ``Matern(length_scale=sigma, nu=0.5)``.
-    Not to be confused with ``sklearn.metrics.pairwise.laplacian_kernel``, which uses the
-    L1 norm.  Continuous but not differentiable at :math:`x = y`
-    (``differentiability = 0``):
-
-    .. math::
-
-        \\nabla_x k = -\\frac{k}{\\sigma} \\frac{x - y}{\\|x - y\\|} \\quad (x \\neq y),
-        \\qquad \\nabla_x k = 0 \\quad (x = y),
-
-    where 0 is the symmetric subgradient.  :meth:`hessian` and :meth:`hessian_hessian`
-    raise ``ValueError``.
-
-    Parameters
-    ----------
-    sigma : float, default=1.0
-        Bandwidth, finite and > 0.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from psdsos.kernels import ExponentialKernel
-    >>> ExponentialKernel(sigma=1.0)(np.zeros((1, 2)), np.array([[3.0, 4.0]]))
-    array([[0.00673795]])
-    """
-
-    name = "exponential"
-    differentiability = 0
-
-    def _formula(self):
-        return "k(x,y)=exp(-||x-y||/sigma)"
-
-    def _kappa(self, rho):
-        return np.exp(-rho)
-
-    def _dkappa(self, rho):
-        return -np.exp(-rho)
-
-
+@register_kernel("matern32")
 class Matern32Kernel(Kernel):
     """Matern kernel with :math:`\\nu = 3/2` (Sobolev kernel, :math:`s - p/2 = 3/2`).
 
@@ -80,21 +34,19 @@ class Matern32Kernel(Kernel):
     Parameters
     ----------
     sigma : float, default=1.0
-        Bandwidth, finite and > 0.
+        Bandwidth (``l / sqrt(3)`` for scikit-learn's length scale ``l``), finite and > 0.
 
     Examples
     --------
     >>> import numpy as np
     >>> from psdsos.kernels import Matern32Kernel
-    >>> Matern32Kernel(sigma=1.0)(np.zeros((1, 1)), np.ones((1, 1)))
-    array([[0.73575888]])
+    >>> K = Matern32Kernel(sigma=1.0)(np.zeros((1, 1)), np.ones((1, 1)))
+    >>> print(round(float(K[0, 0]), 8))  # 2 / e
+    0.73575888
     """
 
-    name = "matern32"
+    formula = "k(x,y)=(1+rho)exp(-rho) with rho=||x-y||/sigma"
     differentiability = 2
-
-    def _formula(self):
-        return "k(x,y)=(1+rho)exp(-rho) with rho=||x-y||/sigma"
 
     def _kappa(self, rho):
         return (1.0 + rho) * np.exp(-rho)
@@ -107,6 +59,7 @@ class Matern32Kernel(Kernel):
         return -e, rho * e
 
 
+@register_kernel("matern52")
 class Matern52Kernel(Kernel):
     """Matern kernel with :math:`\\nu = 5/2` (Sobolev kernel, :math:`s - p/2 = 5/2`).
 
@@ -134,21 +87,20 @@ class Matern52Kernel(Kernel):
     Parameters
     ----------
     sigma : float, default=1.0
-        Bandwidth, finite and > 0.
+        Bandwidth (``l / sqrt(5)`` for scikit-learn's length scale ``l``), finite and > 0.
 
     Examples
     --------
+    The Hessian at :math:`x = y` is :math:`-I / (3\\sigma^2)`:
+
     >>> import numpy as np
     >>> from psdsos.kernels import Matern52Kernel
-    >>> Matern52Kernel(sigma=1.0)(np.zeros((1, 1)), np.ones((1, 1)))
-    array([[0.85838536]])
+    >>> Matern52Kernel(sigma=2.0).hessian(np.zeros((1, 1)))[0, 0]
+    array([[-0.08333333]])
     """
 
-    name = "matern52"
+    formula = "k(x,y)=(1+rho+rho^2/3)exp(-rho) with rho=||x-y||/sigma"
     differentiability = 4
-
-    def _formula(self):
-        return "k(x,y)=(1+rho+rho^2/3)exp(-rho) with rho=||x-y||/sigma"
 
     def _kappa(self, rho):
         return (1.0 + rho + rho**2 / 3.0) * np.exp(-rho)
