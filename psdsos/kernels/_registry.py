@@ -118,7 +118,7 @@ def kernel_names(*, radial_only: bool = True, differentiability: int = 0) -> tup
     ('gaussian', 'matern52')
     """
     radial = tuple(n for n, c in _REGISTRY.items()
-                   if _is_radial(c) and c.differentiability >= differentiability)
+                   if _is_radial(c) and getattr(c, "differentiability", 0) >= differentiability)
     if radial_only or differentiability > 0:
         return radial
     return radial + tuple(n for n, c in _REGISTRY.items() if not _is_radial(c))
