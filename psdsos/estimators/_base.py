@@ -17,6 +17,7 @@ from psdsos.kernels import (
     kernel_names,
     scale_bandwidth,
 )
+from psdsos.losses import loss_names
 from psdsos.sos import load_npz, save_npz
 
 __all__ = ["Interval", "Options", "Bandwidth", "validate_params", "load", "register_loadable",
@@ -126,6 +127,22 @@ class _RadialKernelOptions(Options):
                 f"derivatives; the {kind!r} kernel (Gram matrices only) is offered by the "
                 "SELF estimators only (SELFEstimator, KRLSEstimator, LocalizedSELF)"
             )
+        super().check(name, value, owner)
+
+
+class _LossOptions(Options):
+    """``loss``: a name of the loss registry (read when checked, so losses registered later
+    with :func:`psdsos.losses.register_loss` count) whose required parameters are among the
+    estimator's ``parameters`` (see :func:`psdsos.losses.loss_names`), or an instance of
+    ``types``."""
+
+    def __init__(self, parameters, convex_regression=False, types=()):
+        super().__init__((), types=types)
+        self.parameters, self.convex_regression = tuple(parameters), convex_regression
+
+    def check(self, name, value, owner):
+        self.options = loss_names(parameters=self.parameters,
+                                  convex_regression=self.convex_regression)
         super().check(name, value, owner)
 
 

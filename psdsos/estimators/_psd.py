@@ -26,6 +26,7 @@ from psdsos.estimators._base import (
     Options,
     RandomState,
     Verbose,
+    _LossOptions,
     register_loadable,
     resolve_kernel,
     save_estimator,
@@ -192,7 +193,7 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         "warm_start": Bool(),
         "random_state": RandomState(),
         "verbose": Verbose(),
-        "loss": Options(["squared", "huber", "huber_entrywise", "absolute"], types=(Loss,)),
+        "loss": _LossOptions(parameters=("delta",), types=(Loss,)),
         "delta": Interval(numbers.Real, 0.0, None, closed="neither", allow_none=True),
         "huber_method": Options(["prox", "irls"]),
     }
@@ -236,17 +237,9 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         return check_psd_targets(y_arr, "y", n_samples=n), False
 
     def _resolve_loss(self):
-        loss = self.loss
-        if isinstance(loss, str):
-            name = loss.lower()
-            if name in ("huber", "huber_entrywise") and self.delta is None:
-                raise ValueError(f"delta must be a positive real number for loss={name!r} (the "
-                                 "Huber threshold, in the units of the targets), got None")
-            return get_loss(name, delta=self.delta if name.startswith("huber") else None)
-        if self.delta is not None:
-            raise ValueError("delta must be None when loss is a Loss object (set it on the "
-                             f"object), got delta={self.delta!r}")
-        return loss
+        """The loss object: ``loss`` built with ``delta`` if it declares it (a Loss object
+        unchanged, ``delta`` then None)."""
+        return get_loss(self.loss, delta=self.delta)
 
     def fit(self, X: ArrayLike, y: ArrayLike,
             sample_weight: ArrayLike | None = None) -> PSDRegressor:

@@ -7,13 +7,15 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from psdsos.losses._base import Loss, _frob_rows, _per_sample, _project_ball, _sq_norms
+from psdsos.losses._registry import register_loss
 
 
+@register_loss("absolute")
 class AbsoluteLoss(Loss):
     r""":math:`\ell(R) = \|R\|_F`; conjugate: the indicator of the unit Frobenius ball."""
 
-    name = "absolute"
     is_smooth = False
+    symmetric = True
 
     def value(self, R: ArrayLike) -> np.ndarray:
         return np.sqrt(_sq_norms(self._check(R)))

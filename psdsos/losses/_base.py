@@ -51,11 +51,15 @@ on its domain (0 for an indicator), equal to 1 / the strong-convexity modulus of
 
 from __future__ import annotations
 
-from typing import Any
+import numbers
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import cvxpy as cp
 import numpy as np
 from numpy.typing import ArrayLike
+
+from psdsos._validation import check_scalar
 
 
 def _sample_axes(R):
@@ -93,16 +97,75 @@ def _frob_rows(expr, multiplicity):
     return cp.multiply(expr, np.sqrt(np.broadcast_to(multiplicity, expr.shape)))
 
 
+@dataclass(frozen=True)
+class LossParameter:
+    """A real parameter of a loss, passed by keyword to its constructor and by the estimators
+    (``delta=``, ``quantile=``): its name, meaning, open interval and default.
+
+    Parameters
+    ----------
+    name : str
+        The keyword (and the attribute of the loss object that holds the value).
+    description : str
+        Its meaning, for error messages (e.g. "the Huber threshold").
+    lower, upper : float or None
+        The open interval of valid values (None: unbounded).
+    default : float or None
+        The value when none is given; None: the parameter is required.
+    """
+
+    name: str
+    description: str
+    lower: float | None = None
+    upper: float | None = None
+    default: float | None = None
+
+    @property
+    def requirement(self) -> str:
+        """What a valid value is, in words ("a positive real number", "a real number in
+        (0, 1)")."""
+        if self.upper is None:
+            return "a real number" if self.lower is None else (
+                "a positive real number" if self.lower == 0 else f"a real number > {self.lower}")
+        lo = "-inf" if self.lower is None else f"{self.lower:g}"
+        return f"a real number in ({lo}, {self.upper:g})"
+
+    def check(self, value: Any, loss: str | None = None) -> float:
+        """The validated value (the default for None); ValueError naming the parameter (and
+        the loss's name ``loss``) otherwise."""
+        if value is None:
+            value = self.default
+        if value is None or isinstance(value, bool) or not isinstance(value, numbers.Real):
+            where = "" if loss is None else f" for loss={loss!r}"
+            raise ValueError(f"{self.name} must be {self.requirement}{where} "
+                             f"({self.description}), got {value!r}")
+        return check_scalar(value, self.name, lower=self.lower, upper=self.upper,
+                            lower_inclusive=False, upper_inclusive=False)
+
+
 class Loss:
     """Base class of the losses (see the module docstring for the conventions).
 
     Subclasses implement ``value``, ``conjugate``, ``prox_conjugate``, ``cvxpy_expr`` and,
     where the loss is differentiable, ``grad``; where the conjugate is differentiable on
-    its domain, ``conjugate_grad``.
+    its domain, ``conjugate_grad``.  A new loss is one subclass, registered by name with
+    :func:`psdsos.losses.register_loss` where it is defined; it declares its constructor's
+    parameters in ``parameters`` (the estimators pass them by keyword: ``delta=``,
+    ``quantile=``) and stores each under its name.
     """
 
-    #: short name, as accepted by :func:`get_loss`
+    #: short name, as accepted by :func:`get_loss` (set by ``register_loss``)
     name = "loss"
+    #: the constructor's parameters, passed by keyword (the estimators pass ``delta=`` and
+    #: ``quantile=`` to the losses that declare them)
+    parameters: ClassVar[tuple[LossParameter, ...]] = ()
+    #: l(-R) = l(R): the loss of negated residuals is the loss itself (see :meth:`reflected`)
+    symmetric = False
+    #: offered by ``ConvexRegressor`` (scalar residuals, :meth:`rescaled` and
+    #: :meth:`reflected` known; a non-smooth loss must be positively homogeneous and
+    #: piecewise linear, l(r) = l(1) r for r > 0 and l(-1) |r| below, as the offsets are
+    #: then found by a linear program)
+    convex_regression = False
     #: the loss is differentiable with a Lipschitz gradient
     is_smooth = True
     #: the conjugate is finite and differentiable everywhere (no prox needed in the dual)
@@ -164,14 +227,20 @@ class Loss:
         raise NotImplementedError
 
     def params(self) -> dict[str, Any]:
-        """The loss's parameters (name and values), for saving and for messages."""
-        return {"loss": self.name}
+        """The loss's name and parameters (``parameters``), for saving and for messages."""
+        return {"loss": self.name, **{p.name: getattr(self, p.name) for p in self.parameters}}
 
     def rescaled(self, c: float) -> tuple[Loss, int] | None:
         r"""(loss', p) with :math:`\ell(cR) = c^p\,\ell'(R)` for c > 0 (positive
         homogeneity up to a change of parameter), or None when unknown.  Estimators fit at
         a unit scale of the targets with it."""
         return None
+
+    def reflected(self) -> Loss | None:
+        r"""The loss of the negated residuals, :math:`R \mapsto \ell(-R)`, or None when
+        unknown (the loss itself when ``symmetric``).  ``ConvexRegressor(concave=True)``
+        fits the convex function of -y with it."""
+        return self if self.symmetric else None
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.params().items() if k != "loss")

@@ -2,42 +2,42 @@ r"""The Huber losses: of the Frobenius norm, and entrywise."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import cvxpy as cp
 import numpy as np
 from numpy.typing import ArrayLike
 
-from psdsos._validation import check_scalar
 from psdsos.losses._base import (
     Loss,
+    LossParameter,
     _frob_rows,
     _per_sample,
     _project_ball,
     _sample_axes,
     _sq_norms,
 )
+from psdsos.losses._registry import register_loss
 
 
 class _HuberBase(Loss):
     """What both Huber losses share: the threshold delta, the constants (1-smooth, with a
     conjugate quadratic on its domain) and the rescaling rule."""
 
+    parameters = (LossParameter("delta", "the Huber threshold, in the units of the targets",
+                                lower=0.0),)
+    symmetric = True
     conjugate_is_quadratic_on_set = True
     smoothness = 1.0
     conjugate_smoothness = 1.0
 
     def __init__(self, delta: float) -> None:
-        self.delta = check_scalar(delta, "delta", lower=0.0, lower_inclusive=False)
-
-    def params(self) -> dict[str, Any]:
-        return {"loss": self.name, "delta": self.delta}
+        self.delta = self.parameters[0].check(delta, self.name)
 
     def rescaled(self, c: float) -> tuple[Loss, int] | None:
         """h_delta(c t) = c^2 h_{delta / c}(t)."""
         return type(self)(self.delta / c), 2
 
 
+@register_loss("huber")
 class HuberLoss(_HuberBase):
     r"""Huber loss of the Frobenius norm: :math:`\ell(R) = h_\delta(\|R\|_F)`.
 
@@ -50,7 +50,7 @@ class HuberLoss(_HuberBase):
     delta : float > 0
     """
 
-    name = "huber"
+    convex_regression = True
 
     def value(self, R: ArrayLike) -> np.ndarray:
         s2 = _sq_norms(self._check(R))
@@ -84,9 +84,10 @@ class HuberLoss(_HuberBase):
         rows = _frob_rows(residual, multiplicity)
         t = cp.abs(rows) if len(rows.shape) == 1 else cp.norm(rows, 2, axis=1)
         # cp.huber(t, M) = t^2 for |t| <= M, 2 M |t| - M^2 beyond: 2 h_M(t)
-        return 0.5 * cp.huber(t, self.delta)
+        return 0.5 * cp.huber(t, self.delta)  # type: ignore[arg-type]
 
 
+@register_loss("huber_entrywise")
 class EntrywiseHuberLoss(_HuberBase):
     r"""Sum of the Huber losses of the entries: :math:`\ell(R) = \sum_{jk} h_\delta(R_{jk})`.
 
@@ -97,8 +98,6 @@ class EntrywiseHuberLoss(_HuberBase):
     ----------
     delta : float > 0
     """
-
-    name = "huber_entrywise"
 
     def value(self, R: ArrayLike) -> np.ndarray:
         R = self._check(R)
@@ -128,7 +127,7 @@ class EntrywiseHuberLoss(_HuberBase):
 
     def cvxpy_expr(self, residual: cp.Expression,
                    multiplicity: ArrayLike | None = None) -> cp.Expression:
-        h = 0.5 * cp.huber(residual, self.delta)
+        h = 0.5 * cp.huber(residual, self.delta)  # type: ignore[arg-type]
         if len(residual.shape) == 1:
             return h
         if multiplicity is not None:

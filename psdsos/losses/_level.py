@@ -2,30 +2,31 @@ r"""The losses of a level tau: quantile (pinball) and expectile (scalar residual
 
 from __future__ import annotations
 
-from typing import Any
-
 import cvxpy as cp
 import numpy as np
 from numpy.typing import ArrayLike
 
-from psdsos._validation import check_scalar
-from psdsos.losses._base import Loss
+from psdsos.losses._base import Loss, LossParameter
+from psdsos.losses._registry import register_loss
 
 
 class _LevelLoss(Loss):
     """What the quantile and expectile losses share: scalar residuals and the level tau in
     (0, 1) (parameter ``quantile``)."""
 
+    parameters = (LossParameter("quantile", "the level tau", lower=0.0, upper=1.0),)
     scalar_only = True
+    convex_regression = True
 
     def __init__(self, quantile: float) -> None:
-        self.quantile = check_scalar(quantile, "quantile", lower=0.0, upper=1.0,
-                                     lower_inclusive=False, upper_inclusive=False)
+        self.quantile = self.parameters[0].check(quantile, self.name)
 
-    def params(self) -> dict[str, Any]:
-        return {"loss": self.name, "quantile": self.quantile}
+    def reflected(self) -> Loss | None:
+        """l(-r) is the loss of level 1 - tau."""
+        return type(self)(1.0 - self.quantile)
 
 
+@register_loss("quantile")
 class QuantileLoss(_LevelLoss):
     r"""Pinball loss of level tau (scalar residuals r = f - y).
 
@@ -39,7 +40,6 @@ class QuantileLoss(_LevelLoss):
     quantile : float in (0, 1)
     """
 
-    name = "quantile"
     is_smooth = False
 
     def value(self, R: ArrayLike) -> np.ndarray:
@@ -76,6 +76,7 @@ class QuantileLoss(_LevelLoss):
         return cp.maximum(-t * residual, (1 - t) * residual)
 
 
+@register_loss("expectile")
 class ExpectileLoss(_LevelLoss):
     r"""Asymmetric squared loss of level tau (scalar residuals r = f - y).
 
@@ -90,7 +91,6 @@ class ExpectileLoss(_LevelLoss):
         The expectile level tau.
     """
 
-    name = "expectile"
     conjugate_is_smooth = True
 
     def __init__(self, quantile: float) -> None:

@@ -7,12 +7,15 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from psdsos.losses._base import Loss, _frob_rows, _per_sample, _sq_norms
+from psdsos.losses._registry import register_loss
 
 
+@register_loss("squared")
 class SquaredLoss(Loss):
     r""":math:`\ell(R) = \frac12\|R\|_F^2`, self-conjugate."""
 
-    name = "squared"
+    symmetric = True
+    convex_regression = True
     conjugate_is_smooth = True
     smoothness = 1.0
     conjugate_smoothness = 1.0
