@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Literal, TypeVar, overload
 
-from psdsos._validation import check_choice
+from psdsos._validation import check_choice, class_registrar
 from psdsos.kernels._base import Kernel
 
 if TYPE_CHECKING:
@@ -35,19 +35,19 @@ def register_kernel(name: str) -> Callable[[_K], _K]:
     Parameters
     ----------
     name : str
-        The kernel's name, a non-empty string; stored in lower case.
+        Non-empty; case-insensitive (stored in lower case).
 
     Returns
     -------
     decorator : callable
-        Registers the class and returns it unchanged (but for ``name``).
+        ``cls -> cls``, registering ``cls``.
 
     Raises
     ------
     ValueError
-        If ``name`` is not a non-empty string, or another kernel is already registered under
-        it (the message names it and the registered class).  Registering a class of the same
-        module and name again (a reloaded module) replaces it.
+        If ``name`` is empty or not a string, or names another kernel already (the message
+        names it and that kernel's class); the same class again (its module reloaded)
+        replaces it.
 
     Examples
     --------
@@ -72,22 +72,7 @@ def register_kernel(name: str) -> Callable[[_K], _K]:
 
         PSDRegressor(kernel="cauchy", sigma=0.5)
     """
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"name of a kernel must be a non-empty string, got {name!r}")
-    key = name.lower()
-
-    def decorator(cls: _K) -> _K:
-        old = _REGISTRY.get(key)
-        if old is not None and (old.__module__, old.__qualname__) != (cls.__module__,
-                                                                       cls.__qualname__):
-            raise ValueError(f"a kernel named {key!r} is already registered "
-                             f"({_REGISTRY[key].__name__}); register {cls.__name__} under "
-                             "another name")
-        cls.name = key  # type: ignore[attr-defined]
-        _REGISTRY[key] = cls
-        return cls
-
-    return decorator
+    return class_registrar(_REGISTRY, "kernel", name)
 
 
 def _is_radial(cls: type) -> bool:

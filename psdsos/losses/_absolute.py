@@ -12,7 +12,25 @@ from psdsos.losses._registry import register_loss
 
 @register_loss("absolute")
 class AbsoluteLoss(Loss):
-    r""":math:`\ell(R) = \|R\|_F`; conjugate: the indicator of the unit Frobenius ball."""
+    r"""The Frobenius norm of the residual.
+
+    .. math::
+
+        \ell(R) = \|R\|_F, \qquad \ell^*(S) = \iota\{\|S\|_F \le 1\}
+
+    (the conjugate of a norm is the indicator of the dual-norm unit ball), so the prox of
+    the conjugate is the projection onto that ball, whatever the step.  1-Lipschitz,
+    positively homogeneous (``rescaled(c)`` is the loss itself, degree 1), not
+    differentiable at 0.  Not offered by ``ConvexRegressor``, whose ``loss="quantile"``
+    with ``quantile=0.5`` is half of it on scalars.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from psdsos.losses import AbsoluteLoss
+    >>> AbsoluteLoss().value(np.array([[[3.0, 0.0], [0.0, 4.0]]]))
+    array([5.])
+    """
 
     is_smooth = False
     symmetric = True

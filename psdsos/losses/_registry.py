@@ -9,9 +9,11 @@ like the built-in ones.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import Any, TypeVar
 
+from psdsos._validation import class_registrar
 from psdsos.losses._base import Loss
 
 _L = TypeVar("_L", bound=type[Loss])
@@ -66,23 +68,7 @@ def register_loss(name: str) -> Callable[[_L], _L]:
 
         PSDRegressor(loss="double_squared")
     """
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"name of a loss must be a non-empty string, got {name!r}")
-    key = name.lower()
-
-    def decorator(cls: _L) -> _L:
-        if not (isinstance(cls, type) and issubclass(cls, Loss)):
-            raise TypeError(f"register_loss({key!r}) decorates Loss subclasses, got {cls!r}")
-        old = _REGISTRY.get(key)
-        if old is not None and (old.__module__, old.__qualname__) != (cls.__module__,
-                                                                       cls.__qualname__):
-            raise ValueError(f"a loss named {key!r} is already registered ({old.__name__}); "
-                             f"register {cls.__name__} under another name")
-        cls.name = key
-        _REGISTRY[key] = cls
-        return cls
-
-    return decorator
+    return class_registrar(_REGISTRY, "loss", name, base=Loss)
 
 
 def loss_names(*, parameters: Iterable[str] | None = None,
@@ -115,25 +101,9 @@ def loss_names(*, parameters: Iterable[str] | None = None,
         and (cls.convex_regression or not convex_regression))
 
 
-class _Losses(Mapping[str, type[Loss]]):
-    """Read-only view of the registered loss classes by name (:data:`LOSSES`)."""
-
-    def __getitem__(self, name: str) -> type[Loss]:
-        return _REGISTRY[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(tuple(_REGISTRY))
-
-    def __len__(self) -> int:
-        return len(_REGISTRY)
-
-    def __repr__(self) -> str:
-        return repr(dict(self))
-
-
 #: Loss classes by name (the strings accepted by :func:`get_loss`): a read-only view of the
 #: registry, which plug-ins registered with :func:`register_loss` join.
-LOSSES: Mapping[str, type[Loss]] = _Losses()
+LOSSES: Mapping[str, type[Loss]] = MappingProxyType(_REGISTRY)
 
 
 def get_loss(loss: str | Loss, delta: float | None = None, quantile: float | None = None,

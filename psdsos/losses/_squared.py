@@ -12,7 +12,23 @@ from psdsos.losses._registry import register_loss
 
 @register_loss("squared")
 class SquaredLoss(Loss):
-    r""":math:`\ell(R) = \frac12\|R\|_F^2`, self-conjugate."""
+    r"""Half the squared Frobenius norm of the residual, self-conjugate.
+
+    .. math::
+
+        \ell(R) = \tfrac12\|R\|_F^2 = \ell^*(R), \qquad
+        \operatorname{prox}_{\eta\ell^*}(V) = \frac{V}{1 + \eta}.
+
+    The data term of eq. (11) of the PSD paper; 1-smooth and 1-strongly convex, so the dual
+    of eq. (12) is smooth (plain accelerated gradient, no prox).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from psdsos.losses import SquaredLoss
+    >>> SquaredLoss().value(np.array([2.0, -1.0]))
+    array([2. , 0.5])
+    """
 
     symmetric = True
     convex_regression = True
