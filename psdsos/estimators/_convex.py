@@ -261,7 +261,9 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         The data term (see "Other losses"); other than "squared": representation="approx"
         only; ``warm_start`` is ignored (the dual starts from reweighted least squares, at
         most 50 rounds and ``max_iter`` iterations in all, then takes at most ``max_iter``
-        proximal iterations; ``n_iter_`` counts both).
+        proximal iterations; ``n_iter_`` counts both).  Also the name of a loss registered
+        with :func:`psdsos.losses.register_loss` that declares ``convex_regression`` and
+        whose required parameters are among ``delta`` and ``quantile``.
     delta : float > 0, optional
         Huber threshold in the units of y (required for, and only for, loss="huber").
     quantile : float in (0, 1), optional

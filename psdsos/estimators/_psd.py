@@ -127,7 +127,9 @@ class PSDRegressor(RegressorMixin, BaseEstimator):
         (:math:`t^2/2` up to delta, :math:`\delta(t - \delta/2)` beyond); the sum of the
         entries' Huber losses; :math:`\|R\|_F`.  A Loss object of a scalar loss
         (quantile, expectile) needs 1-D targets.  Non-smooth conjugates (Huber, absolute)
-        are handled by proximal steps in the dual solver (see ``huber_method``).
+        are handled by proximal steps in the dual solver (see ``huber_method``).  Also
+        the name of a loss registered with :func:`psdsos.losses.register_loss` whose
+        required parameters are among ``delta``.
     delta : float > 0 or None, default=None
         Huber threshold, in the units of the targets (required by the Huber losses).
     huber_method : {"prox", "irls"}, default="prox"
