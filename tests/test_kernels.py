@@ -87,6 +87,8 @@ def test_registry_and_attributes():
         "KERNELS",
         "get_kernel",
         "scale_bandwidth",
+        "register_kernel",
+        "kernel_names",
     }
 
 
@@ -527,7 +529,7 @@ def test_scale_bandwidth_validates_x(X, match):
 @pytest.mark.parametrize("p", [1, 3])
 def test_hessian_sum_matches_contracted_hessian(rng, name, p, monkeypatch):
     # Small blocks so that several blocks (and a ragged last one) are exercised.
-    monkeypatch.setattr("psdsos.kernels._kernels._SUM_BLOCK_ENTRIES", 7 * 5 * p)
+    monkeypatch.setattr("psdsos.kernels._base._SUM_BLOCK_ENTRIES", 7 * 5 * p)
     k = get_kernel(name, 1.3)
     X, Y = rng.normal(size=(23, p)), rng.normal(size=(5, p))
     Y[2] = X[4]  # a coincident pair (rho = 0)

@@ -21,31 +21,67 @@ from psdsos._persistence import (  # noqa: F401  (re-exported: moved to psdsos._
     register_loadable,
     save_estimator,
 )
-from psdsos.kernels import KERNELS, Kernel, LinearKernel, get_kernel, scale_bandwidth
+from psdsos.kernels import (
+    Kernel,
+    LinearKernel,
+    get_kernel,
+    kernel_names,
+    scale_bandwidth,
+)
+from psdsos.losses import loss_names
 
 __all__ = ["Interval", "Options", "Bandwidth", "validate_params", "load", "register_loadable",
            "resolve_kernel"]
 
 
 class _RadialKernelOptions(Options):
-    """``kernel`` of the estimators that need derivatives and a bandwidth: a radial kernel;
-    "linear" (the SELF estimators' linear kernel) is refused with its own message."""
+    """``kernel``: a name of the kernel registry (read when checked, so kernels registered
+    later with :func:`psdsos.kernels.register_kernel` count) or a kernel object.  By default
+    the radial kernels only (for the estimators that need derivatives and a bandwidth; a
+    Gram-only kernel such as "linear" is refused with its own message); ``radial_only=False``
+    (the SELF estimators) also the Gram-only kernels."""
+
+    def __init__(self, radial_only=True):
+        super().__init__((), types=(Kernel,))
+        self.radial_only = radial_only
 
     def check(self, name, value, owner):
-        if isinstance(value, LinearKernel) or (isinstance(value, str)
-                                               and value.lower() == "linear"):
+        radial = kernel_names()
+        gram_only = [n for n in kernel_names(radial_only=False) if n not in radial]
+        gram_types = tuple(type(get_kernel(n)) for n in gram_only)
+        self.options = radial if self.radial_only else (*radial, *gram_only)
+        self.types = (Kernel,) if self.radial_only else (Kernel, *gram_types)
+        if self.radial_only and (isinstance(value, gram_types) or (
+                isinstance(value, str) and value.lower() in gram_only)):
+            kind = (value if isinstance(value, str) else value.name).lower()
             raise ValueError(
                 f"{name} of {owner} must be one of {list(self.options)} or a Kernel instance, "
                 f"got {value!r}: {owner} needs a radial kernel with a bandwidth and "
-                "derivatives; the linear kernel is offered by the SELF estimators only "
-                "(SELFEstimator, KRLSEstimator, LocalizedSELF)"
+                f"derivatives; the {kind!r} kernel (Gram matrices only) is offered by the "
+                "SELF estimators only (SELFEstimator, KRLSEstimator, LocalizedSELF)"
             )
         super().check(name, value, owner)
 
 
-KERNEL_OPTIONS = _RadialKernelOptions(list(KERNELS), types=(Kernel,))
+class _LossOptions(Options):
+    """``loss``: a name of the loss registry (read when checked, so losses registered later
+    with :func:`psdsos.losses.register_loss` count) whose required parameters are among the
+    estimator's ``parameters`` (see :func:`psdsos.losses.loss_names`), or an instance of
+    ``types``."""
+
+    def __init__(self, parameters, convex_regression=False, types=()):
+        super().__init__((), types=types)
+        self.parameters, self.convex_regression = tuple(parameters), convex_regression
+
+    def check(self, name, value, owner):
+        self.options = loss_names(parameters=self.parameters,
+                                  convex_regression=self.convex_regression)
+        super().check(name, value, owner)
+
+
+KERNEL_OPTIONS = _RadialKernelOptions()
 #: ``kernel`` of the SELF estimators: the radial kernels and "linear" (sigma ignored).
-SELF_KERNEL_OPTIONS = Options([*KERNELS, "linear"], types=(Kernel, LinearKernel))
+SELF_KERNEL_OPTIONS = _RadialKernelOptions(radial_only=False)
 
 
 class Bandwidth:

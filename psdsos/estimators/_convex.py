@@ -25,13 +25,13 @@ from psdsos._validation import (
     scaled_mean_std,
     validate_data,
 )
-from psdsos.estimators._base import KERNEL_OPTIONS, Bandwidth, resolve_kernel
+from psdsos.estimators._base import KERNEL_OPTIONS, Bandwidth, _LossOptions, resolve_kernel
 from psdsos.estimators._dask import is_dask_array
 from psdsos.estimators._weights import check_sample_weight, first_unique_rows
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.features._features import _greedy_pivots
 from psdsos.kernels import Kernel, get_kernel
-from psdsos.losses import get_loss
+from psdsos.losses import SquaredLoss, get_loss
 from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_primal
 from psdsos.solvers._dual_convex import solve_dual_loss
 from psdsos.sos import (
@@ -104,10 +104,6 @@ AUTO_TRAIN_CENTERS = 2000
 
 #: centers="train" refuses more samples than this (n x n arrays of 3.2 GB and more).
 MAX_TRAIN_CENTERS = 20000
-
-
-#: Losses of ConvexRegressor (``loss=``); see "Other losses and sample weights".
-CONVEX_LOSSES = ("squared", "huber", "quantile", "expectile")
 
 
 class NonConvexFitWarning(UserWarning):
@@ -254,7 +250,9 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         The data term (see "Other losses"); other than "squared": representation="approx"
         only; ``warm_start`` is ignored (the dual starts from reweighted least squares, at
         most 50 rounds and ``max_iter`` iterations in all, then takes at most ``max_iter``
-        proximal iterations; ``n_iter_`` counts both).
+        proximal iterations; ``n_iter_`` counts both).  Also the name of a loss registered
+        with :func:`psdsos.losses.register_loss` that declares ``convex_regression`` and
+        whose required parameters are among ``delta`` and ``quantile``.
     delta : float > 0, optional
         Huber threshold in the units of y (required for, and only for, loss="huber").
     quantile : float in (0, 1), optional
@@ -334,7 +332,8 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         "warm_start": Bool(),
         "random_state": RandomState(),
         "verbose": Verbose(),
-        "loss": Options(CONVEX_LOSSES),
+        # the registered losses with Loss.convex_regression (see "Other losses")
+        "loss": _LossOptions(parameters=("delta", "quantile"), convex_regression=True),
         "delta": Interval(numbers.Real, 0.0, None, closed="neither", allow_none=True),
         "quantile": Interval(numbers.Real, 0.0, 1.0, closed="neither", allow_none=True),
     }
@@ -688,29 +687,28 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
 
     # ---- other losses -------------------------------------------------------------------------
     def _loss_object(self):
-        """The loss in standardized units (None for "squared"): delta / y_scale_ for Huber
-        (residuals are divided by y_scale_); level 1 - tau when concave (the convex fit of
-        -y, whose residuals are negated)."""
-        name = self.loss.lower()
-        if name == "squared":
-            if self.delta is not None or self.quantile is not None:
-                raise ValueError(f"delta and quantile must be None for loss='squared', got "
-                                 f"delta={self.delta!r}, quantile={self.quantile!r}")
+        """The loss in standardized units (None for "squared"), built from the parameters it
+        declares (``delta``, ``quantile``; one it does not declare must be None): rescaled
+        to residuals divided by y_scale_ (``Loss.rescaled``: delta / y_scale_ for Huber),
+        reflected when concave (``Loss.reflected``: the convex fit of -y, whose residuals
+        are negated; level 1 - tau)."""
+        loss = get_loss(self.loss, delta=self.delta, quantile=self.quantile, strict=True)
+        if type(loss) is SquaredLoss:
             return None
-        if name == "huber":
-            if self.quantile is not None:
-                raise ValueError(f"quantile must be None for loss='huber', got {self.quantile!r}")
-            if self.delta is None:
-                raise ValueError("delta must be a positive real number for loss='huber' (the "
-                                 "Huber threshold, in the units of y), got None")
-            return get_loss("huber", delta=self.delta / self.y_scale_)
-        if self.delta is not None:
-            raise ValueError(f"delta must be None for loss={name!r}, got {self.delta!r}")
-        if self.quantile is None:
-            raise ValueError(f"quantile must be a real number in (0, 1) for loss={name!r}, "
-                             "got None")
-        tau = 1.0 - self.quantile if self.concave else self.quantile
-        return get_loss(name, quantile=tau)
+        if self.y_scale_ != 1.0:
+            scaled = loss.rescaled(self.y_scale_)
+            if scaled is None:
+                raise ValueError(f"loss={self.loss!r} does not say how it rescales "
+                                 "(Loss.rescaled returns None): ConvexRegressor fits in units "
+                                 "of the targets' scale")
+            loss = scaled[0]
+        if self.concave:
+            reflected = loss.reflected()
+            if reflected is None:
+                raise ValueError(f"loss={self.loss!r} does not give the loss of negated "
+                                 "residuals (Loss.reflected returns None): concave=True needs it")
+            loss = reflected
+        return loss
 
     def _fit_loss(self, kernel, features, X, Z, K, Hk, Phi, t, E, w, landmarks=None):
         """loss != "squared": the dual with the extra variables u (warm started by weighted

@@ -20,7 +20,7 @@ from psdsos._validation import (
     check_psd_targets,
     validate_data,
 )
-from psdsos.estimators._base import KERNEL_OPTIONS, Bandwidth, resolve_kernel
+from psdsos.estimators._base import KERNEL_OPTIONS, Bandwidth, _LossOptions, resolve_kernel
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.kernels import Kernel
@@ -116,7 +116,9 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         (:math:`t^2/2` up to delta, :math:`\delta(t - \delta/2)` beyond); the sum of the
         entries' Huber losses; :math:`\|R\|_F`.  A Loss object of a scalar loss
         (quantile, expectile) needs 1-D targets.  Non-smooth conjugates (Huber, absolute)
-        are handled by proximal steps in the dual solver (see ``huber_method``).
+        are handled by proximal steps in the dual solver (see ``huber_method``).  Also
+        the name of a loss registered with :func:`psdsos.losses.register_loss` whose
+        required parameters are among ``delta``.
     delta : float > 0 or None, default=None
         Huber threshold, in the units of the targets (required by the Huber losses).
     huber_method : {"prox", "irls"}, default="prox"
@@ -182,7 +184,7 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         "warm_start": Bool(),
         "random_state": RandomState(),
         "verbose": Verbose(),
-        "loss": Options(["squared", "huber", "huber_entrywise", "absolute"], types=(Loss,)),
+        "loss": _LossOptions(parameters=("delta",), types=(Loss,)),
         "delta": Interval(numbers.Real, 0.0, None, closed="neither", allow_none=True),
         "huber_method": Options(["prox", "irls"]),
     }
@@ -226,17 +228,9 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         return check_psd_targets(y_arr, "y", n_samples=n), False
 
     def _resolve_loss(self):
-        loss = self.loss
-        if isinstance(loss, str):
-            name = loss.lower()
-            if name in ("huber", "huber_entrywise") and self.delta is None:
-                raise ValueError(f"delta must be a positive real number for loss={name!r} (the "
-                                 "Huber threshold, in the units of the targets), got None")
-            return get_loss(name, delta=self.delta if name.startswith("huber") else None)
-        if self.delta is not None:
-            raise ValueError("delta must be None when loss is a Loss object (set it on the "
-                             f"object), got delta={self.delta!r}")
-        return loss
+        """The loss object: ``loss`` built with ``delta`` if it declares it (a Loss object
+        unchanged, ``delta`` then None)."""
+        return get_loss(self.loss, delta=self.delta)
 
     def fit(self, X: ArrayLike, y: ArrayLike,
             sample_weight: ArrayLike | None = None) -> PSDRegressor:

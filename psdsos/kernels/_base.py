@@ -34,51 +34,20 @@ eq. (23) (Hessians of the kernel, approximate representation) and Appendix C.5, 
 
 from __future__ import annotations
 
-from typing import Any, Literal, overload
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.spatial.distance import cdist
 
-from psdsos._validation import check_array_2d, check_choice, check_scalar, scaled_mean_std
-
-__all__ = [
-    "Kernel",
-    "GaussianKernel",
-    "ExponentialKernel",
-    "Matern32Kernel",
-    "Matern52Kernel",
-    "KERNELS",
-    "LinearKernel",
-    "get_kernel",
-    "scale_bandwidth",
-]
+from psdsos._validation import check_array_2d
+from psdsos.kernels._bandwidth import check_sigma
 
 #: ``differentiability`` of the infinitely smooth Gaussian kernel (any large integer works).
 _SMOOTH = 1000
 #: Entries (rows x centres x features) per block of :meth:`Kernel.hessian_sum`.
 _SUM_BLOCK_ENTRIES = 1 << 21
 
-#: Usable bandwidths: the derivatives scale like ``sigma**-4`` (:meth:`Kernel.hessian_hessian`)
-#: and the values like ``||x - y||**2 / sigma**2``; inside ``[SIGMA_MIN, SIGMA_MAX]`` both
-#: powers are finite, normal floats (``1e75**4 = 1e300``), outside they overflow or underflow.
-SIGMA_MIN, SIGMA_MAX = 1e-75, 1e75
-
-
-def check_sigma(sigma: float) -> float:
-    """Return ``sigma`` as a float in ``[SIGMA_MIN, SIGMA_MAX]`` or raise ValueError naming it.
-
-    A bandwidth outside this range is not representable by the kernel's derivative formulas
-    (``sigma**4`` or ``sigma**-4`` leaves the float range); rescale the inputs instead.
-    """
-    sigma = check_scalar(sigma, "sigma", lower=0.0, lower_inclusive=False)
-    if not SIGMA_MIN <= sigma <= SIGMA_MAX:
-        raise ValueError(
-            f"sigma (the kernel bandwidth) must be in [{SIGMA_MIN:g}, {SIGMA_MAX:g}], got "
-            f"{sigma!r}: the kernel's derivatives scale like sigma**-4, which leaves the "
-            "floating-point range outside it; rescale the inputs X instead"
-        )
-    return sigma
 
 
 def _check_pair(X: ArrayLike, Y: ArrayLike | None) -> tuple[np.ndarray, np.ndarray]:
@@ -119,6 +88,16 @@ class Kernel:
     Matern kernels are the Sobolev kernels of the PSD paper's Example 1, eq. (15), with the
     scale factor of the remark after Example 1 (no :math:`\\sqrt{2\\nu}` factor).
 
+    A new kernel is one subclass, registered by name with
+    :func:`psdsos.kernels.register_kernel` where it is defined.  It sets ``formula`` and
+    ``differentiability`` and implements ``_kappa(rho)`` and ``_dkappa(rho)``
+    (:math:`\\kappa` and :math:`\\kappa'`, elementwise on arrays of :math:`\\rho \\ge 0`);
+    ``differentiability >= 2`` also needs ``_hessian_coefs(rho)`` (the pair
+    :math:`(a, b)` of :meth:`hessian`) and ``differentiability >= 4``
+    ``_fourth_coefs(rho)`` (the triple :math:`(c_2, c_3, c_4)` of :meth:`hessian_hessian`),
+    all finite at :math:`\\rho = 0`.  ``_kappa_from_sq(rho2)`` (the profile of
+    :math:`\\rho^2`, used for Gram matrices) may be overridden to skip a square root.
+
     Parameters
     ----------
     sigma : float, default=1.0
@@ -129,7 +108,9 @@ class Kernel:
     Attributes
     ----------
     name : str
-        Kernel name, one of the keys of :data:`KERNELS`.
+        Kernel name, one of the keys of :data:`KERNELS` (set by ``register_kernel``).
+    formula : str
+        The kernel's formula, for error messages.
     sigma : float
         The validated bandwidth.
     differentiability : int
@@ -145,6 +126,7 @@ class Kernel:
     """
 
     name: str = "kernel"
+    formula: str = "k(x,y)"
     differentiability: int = 0
 
     def __init__(self, sigma: float = 1.0) -> None:
@@ -172,15 +154,14 @@ class Kernel:
     def _fourth_coefs(self, rho):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _formula(self):  # pragma: no cover - abstract
-        raise NotImplementedError
-
     # ---------------------------------------------------------------- helpers
     def _require(self, order, method):
         """Raise ValueError if the kernel is not ``order`` times differentiable."""
         if self.differentiability >= order:
             return
-        ok = [n for n, cls in KERNELS.items() if cls.differentiability >= order]
+        from psdsos.kernels._registry import kernel_names
+
+        ok = kernel_names(differentiability=order)
         alternatives = " or ".join(", ".join(repr(n) for n in ok).rsplit(", ", 1))
         if order == 2:
             what = "twice differentiable"
@@ -192,9 +173,17 @@ class Kernel:
             else f" is only {self.differentiability} times differentiable at x=y"
         )
         raise ValueError(
-            f"the {self.name!r} kernel is not {what} ({self._formula()}{kink}); "
+            f"the {self.name!r} kernel is not {what} ({self.formula}{kink}); "
             f"{method} needs a kernel that is {what}: use {alternatives}"
         )
+
+    def _fourth_order(self, X, Y, method):
+        """What the third- and fourth-order formulas share: the check that the kernel is 4
+        times differentiable, rho, the unit vectors, (c2, c3, c4) and the identity (p, p)."""
+        self._require(4, method)
+        X, Y = _check_pair(X, Y)
+        rho, unit = self._geometry(X, Y)
+        return rho, unit, self._fourth_coefs(rho), np.eye(X.shape[1])
 
     def _geometry(self, X, Y):
         """Return rho (n, m) and the unit vectors n (n, m, p), n = 0 where x = y."""
@@ -292,8 +281,8 @@ class Kernel:
         ----------
         X : array-like of shape (n, p)
             Points where the Hessian is taken (first argument).
-        Y : array-like of shape (m, p), default=None
-            Second arguments; ``None`` means ``Y = X``.
+        Y : array-like of shape (m, p) or None, default=None
+            Second arguments (``None``: the rows of ``X``).
 
         Returns
         -------
@@ -407,12 +396,7 @@ class Kernel:
         ValueError
             If the kernel is not four times differentiable (exponential, Matern 3/2).
         """
-        self._require(4, "hessian_hessian")
-        X, Y = _check_pair(X, Y)
-        p = X.shape[1]
-        rho, unit = self._geometry(X, Y)
-        c2, c3, c4 = self._fourth_coefs(rho)
-        eye = np.eye(p)
+        _, unit, (c2, c3, c4), eye = self._fourth_order(X, Y, "hessian_hessian")
         nn = unit[..., :, None] * unit[..., None, :]
         S3 = (
             np.einsum("pq,abrs->abpqrs", eye, nn)
@@ -424,7 +408,7 @@ class Kernel:
         )
         D = c3[..., None, None, None, None] * S3
         D += c4[..., None, None, None, None] * np.einsum("abpq,abrs->abpqrs", nn, nn)
-        D += c2[..., None, None, None, None] * _s2_tensor(p)
+        D += c2[..., None, None, None, None] * _s2_tensor(eye.shape[0])
         return D / self.sigma**4
 
     def hessian_gradient(self, X: ArrayLike, Y: ArrayLike | None = None) -> np.ndarray:
@@ -461,12 +445,7 @@ class Kernel:
         ValueError
             If the kernel is not four times differentiable (exponential, Matern 3/2).
         """
-        self._require(4, "hessian_gradient")
-        X, Y = _check_pair(X, Y)
-        p = X.shape[1]
-        rho, unit = self._geometry(X, Y)
-        c2, c3, _ = self._fourth_coefs(rho)
-        eye = np.eye(p)
+        rho, unit, (c2, c3, _), eye = self._fourth_order(X, Y, "hessian_gradient")
         sym = (
             np.einsum("pq,abr->abpqr", eye, unit)
             + np.einsum("pr,abq->abpqr", eye, unit)
@@ -507,415 +486,3 @@ class Kernel:
 
     def __hash__(self):
         return hash((type(self).__name__, self.sigma))
-
-
-class GaussianKernel(Kernel):
-    """Gaussian (RBF) kernel.
-
-    .. math::
-
-        k(x, y) = \\exp\\Big(-\\frac{\\|x - y\\|^2}{2 \\sigma^2}\\Big),
-        \\qquad \\kappa(\\rho) = e^{-\\rho^2 / 2}.
-
-    Infinitely differentiable (``differentiability`` is a large integer).  Equal to
-    scikit-learn's ``RBF(length_scale=sigma)``.  Derivatives (first argument, with
-    :math:`u = (x - y)/\\sigma`):
-
-    .. math::
-
-        \\nabla_x k = -\\frac{k}{\\sigma} u, \\qquad
-        \\nabla_x^2 k = \\frac{k}{\\sigma^2}\\big(u u^T - I\\big), \\qquad
-        \\partial_{x_p x_q y_r y_s} k = \\frac{k}{\\sigma^4}\\big(S^{(2)}_{pqrs}
-        - S^{(3)}_{pqrs}(u) + u_p u_q u_r u_s\\big).
-
-    Used in the PSD paper's experiments (eq. (23) and Appendix C.5, eq. (37)).
-
-    Parameters
-    ----------
-    sigma : float, default=1.0
-        Bandwidth, finite and > 0.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from psdsos.kernels import GaussianKernel
-    >>> k = GaussianKernel(sigma=2.0)
-    >>> k(np.zeros((1, 2)), np.array([[2.0, 0.0]]))
-    array([[0.60653066]])
-    """
-
-    name = "gaussian"
-    differentiability = _SMOOTH
-
-    def _formula(self):
-        return "k(x,y)=exp(-||x-y||^2/(2 sigma^2))"
-
-    def _kappa_from_sq(self, rho2):
-        return np.exp(-0.5 * rho2)
-
-    def _kappa(self, rho):
-        return np.exp(-0.5 * rho**2)
-
-    def _dkappa(self, rho):
-        return -rho * np.exp(-0.5 * rho**2)
-
-    def _hessian_coefs(self, rho):
-        e = np.exp(-0.5 * rho**2)
-        return -e, rho**2 * e
-
-    def _fourth_coefs(self, rho):
-        e = np.exp(-0.5 * rho**2)
-        rho2 = rho**2
-        return e, -rho2 * e, rho2**2 * e
-
-
-class ExponentialKernel(Kernel):
-    """Exponential (Laplace) kernel with the Euclidean norm.
-
-    .. math::
-
-        k(x, y) = \\exp\\Big(-\\frac{\\|x - y\\|}{\\sigma}\\Big),
-        \\qquad \\kappa(\\rho) = e^{-\\rho}.
-
-    The Sobolev kernel of the PSD paper's Example 1, eq. (15), with :math:`s - p/2 = 1/2`
-    (remark after Example 1); scikit-learn's ``Matern(length_scale=sigma, nu=0.5)``.
-    Not to be confused with ``sklearn.metrics.pairwise.laplacian_kernel``, which uses the
-    L1 norm.  Continuous but not differentiable at :math:`x = y`
-    (``differentiability = 0``):
-
-    .. math::
-
-        \\nabla_x k = -\\frac{k}{\\sigma} \\frac{x - y}{\\|x - y\\|} \\quad (x \\neq y),
-        \\qquad \\nabla_x k = 0 \\quad (x = y),
-
-    where 0 is the symmetric subgradient.  :meth:`hessian` and :meth:`hessian_hessian`
-    raise ``ValueError``.
-
-    Parameters
-    ----------
-    sigma : float, default=1.0
-        Bandwidth, finite and > 0.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from psdsos.kernels import ExponentialKernel
-    >>> ExponentialKernel(sigma=1.0)(np.zeros((1, 2)), np.array([[3.0, 4.0]]))
-    array([[0.00673795]])
-    """
-
-    name = "exponential"
-    differentiability = 0
-
-    def _formula(self):
-        return "k(x,y)=exp(-||x-y||/sigma)"
-
-    def _kappa(self, rho):
-        return np.exp(-rho)
-
-    def _dkappa(self, rho):
-        return -np.exp(-rho)
-
-
-class Matern32Kernel(Kernel):
-    """Matern kernel with :math:`\\nu = 3/2` (Sobolev kernel, :math:`s - p/2 = 3/2`).
-
-    .. math::
-
-        k(x, y) = (1 + \\rho)\\, e^{-\\rho}, \\qquad \\rho = \\frac{\\|x - y\\|}{\\sigma}.
-
-    The PSD paper's Example 1, eq. (15), with :math:`s - p/2 = 3/2` and the scale factor
-    of the remark after Example 1: :math:`\\rho` has **no** :math:`\\sqrt{3}` factor, so
-    scikit-learn's ``Matern(length_scale=l, nu=1.5)`` equals this kernel with
-    ``sigma = l / sqrt(3)``.  Twice continuously differentiable
-    (``differentiability = 2``):
-
-    .. math::
-
-        \\nabla_x k = -\\frac{e^{-\\rho}}{\\sigma^2}(x - y), \\qquad
-        \\nabla_x^2 k = \\frac{e^{-\\rho}}{\\sigma^2}\\Big(-I
-        + \\frac{(x - y)(x - y)^T}{\\sigma \\|x - y\\|}\\Big),
-
-    with the second term of the Hessian equal to 0 at :math:`x = y` (its limit), so the
-    Hessian there is :math:`-I / \\sigma^2`.  :meth:`hessian_hessian` raises ``ValueError``.
-
-    Parameters
-    ----------
-    sigma : float, default=1.0
-        Bandwidth, finite and > 0.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from psdsos.kernels import Matern32Kernel
-    >>> Matern32Kernel(sigma=1.0)(np.zeros((1, 1)), np.ones((1, 1)))
-    array([[0.73575888]])
-    """
-
-    name = "matern32"
-    differentiability = 2
-
-    def _formula(self):
-        return "k(x,y)=(1+rho)exp(-rho) with rho=||x-y||/sigma"
-
-    def _kappa(self, rho):
-        return (1.0 + rho) * np.exp(-rho)
-
-    def _dkappa(self, rho):
-        return -rho * np.exp(-rho)
-
-    def _hessian_coefs(self, rho):
-        e = np.exp(-rho)
-        return -e, rho * e
-
-
-class Matern52Kernel(Kernel):
-    """Matern kernel with :math:`\\nu = 5/2` (Sobolev kernel, :math:`s - p/2 = 5/2`).
-
-    .. math::
-
-        k(x, y) = \\Big(1 + \\rho + \\frac{\\rho^2}{3}\\Big) e^{-\\rho},
-        \\qquad \\rho = \\frac{\\|x - y\\|}{\\sigma}.
-
-    The PSD paper's Example 1, eq. (15), with :math:`s - p/2 = 5/2` and the scale factor
-    of the remark after Example 1: :math:`\\rho` has **no** :math:`\\sqrt{5}` factor, so
-    scikit-learn's ``Matern(length_scale=l, nu=2.5)`` equals this kernel with
-    ``sigma = l / sqrt(5)``.  Four times continuously differentiable
-    (``differentiability = 4``):
-
-    .. math::
-
-        \\nabla_x k &= -\\frac{(1 + \\rho) e^{-\\rho}}{3 \\sigma^2}(x - y), \\\\
-        \\nabla_x^2 k &= \\frac{e^{-\\rho}}{3 \\sigma^2}\\Big(-(1 + \\rho) I
-        + \\frac{(x - y)(x - y)^T}{\\sigma^2}\\Big), \\\\
-        \\partial_{x_p x_q y_r y_s} k &= \\frac{e^{-\\rho}}{3 \\sigma^4}\\Big(S^{(2)}_{pqrs}
-        - \\rho\\, S^{(3)}_{pqrs}(n) + \\rho (1 + \\rho)\\, n_p n_q n_r n_s\\Big),
-
-    with :math:`n = (x - y)/\\|x - y\\|` (the last two terms vanish at :math:`x = y`).
-
-    Parameters
-    ----------
-    sigma : float, default=1.0
-        Bandwidth, finite and > 0.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from psdsos.kernels import Matern52Kernel
-    >>> Matern52Kernel(sigma=1.0)(np.zeros((1, 1)), np.ones((1, 1)))
-    array([[0.85838536]])
-    """
-
-    name = "matern52"
-    differentiability = 4
-
-    def _formula(self):
-        return "k(x,y)=(1+rho+rho^2/3)exp(-rho) with rho=||x-y||/sigma"
-
-    def _kappa(self, rho):
-        return (1.0 + rho + rho**2 / 3.0) * np.exp(-rho)
-
-    def _dkappa(self, rho):
-        return -rho * (1.0 + rho) * np.exp(-rho) / 3.0
-
-    def _hessian_coefs(self, rho):
-        e = np.exp(-rho) / 3.0
-        return -(1.0 + rho) * e, rho**2 * e
-
-    def _fourth_coefs(self, rho):
-        e = np.exp(-rho) / 3.0
-        return e, -rho * e, rho * (1.0 + rho) * e
-
-
-class LinearKernel:
-    """Linear kernel :math:`k(x, y) = \\langle x, y \\rangle` (for the SELF estimators only).
-
-    .. math::
-
-        k(x, y) = x^\\top y.
-
-    Not a radial :class:`Kernel`: it has no bandwidth and is not listed in :data:`KERNELS`,
-    so the estimators that need kernel derivatives and a bandwidth (``PSDRegressor``,
-    ``ConvexRegressor``) refuse it.  The SELF estimators (``SELFEstimator``,
-    ``KRLSEstimator``, ``LocalizedSELF``) accept ``kernel="linear"``: with it, the SELF
-    weights are those of ridge regression, and ``KRLSEstimator(kernel="linear",
-    output="euclidean")`` is ridge regression without intercept (the *Local-LS* and *LS*
-    baselines of the localized paper, section 6.1, use it).
-
-    Parameters
-    ----------
-    sigma : ignored, default=None
-        Accepted (and ignored) so that ``get_kernel("linear", sigma)`` works like the other
-        names; the attribute ``sigma`` is the constant 1.0, kept only so that saved models
-        store every kernel in the same format.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from psdsos.kernels import LinearKernel
-    >>> LinearKernel()(np.array([[1.0, 2.0]]), np.array([[3.0, 4.0]]))
-    array([[11.]])
-    """
-
-    name = "linear"
-    #: Unused placeholder (the linear kernel has no bandwidth).
-    sigma = 1.0
-
-    def __init__(self, sigma: float | None = None) -> None:
-        pass
-
-    def __call__(self, X: ArrayLike, Y: ArrayLike | None = None) -> np.ndarray:
-        """Gram matrix :math:`K_{ij} = \\langle X_i, Y_j \\rangle`, shape (n, m)."""
-        X, Y = _check_pair(X, Y)
-        return X @ Y.T
-
-    def diag(self, X: ArrayLike) -> np.ndarray:
-        """:math:`k(x, x) = \\|x\\|^2` for each row, shape (n,)."""
-        X = check_array_2d(X, "X")
-        return np.einsum("ij,ij->i", X, X)
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """No parameters: ``{}``."""
-        return {}
-
-    def __repr__(self):
-        return "LinearKernel()"
-
-    def __eq__(self, other):
-        return isinstance(other, LinearKernel)
-
-    def __hash__(self):
-        return hash("LinearKernel")
-
-
-#: Kernel classes by name (the names accepted by :func:`get_kernel`).
-KERNELS = {
-    "gaussian": GaussianKernel,
-    "exponential": ExponentialKernel,
-    "matern32": Matern32Kernel,
-    "matern52": Matern52Kernel,
-}
-
-
-# "linear" is also a str: the first overload wins for it (mypy's documented overlap)
-@overload
-def get_kernel(kernel: Literal["linear"] | LinearKernel,  # type: ignore[overload-overlap]
-               sigma: float | None = None) -> LinearKernel: ...
-@overload
-def get_kernel(kernel: str | Kernel, sigma: float | None = None) -> Kernel: ...
-def get_kernel(kernel: str | Kernel | LinearKernel,
-               sigma: float | None = None) -> Kernel | LinearKernel:
-    """Return a :class:`Kernel` from a name and a bandwidth, or a Kernel unchanged.
-
-    .. math::
-
-        k(x, y) = \\kappa(\\|x - y\\| / \\sigma), \\quad
-        \\kappa \\in \\{e^{-\\rho^2/2},\\ e^{-\\rho},\\ (1 + \\rho) e^{-\\rho},\\
-        (1 + \\rho + \\rho^2/3) e^{-\\rho}\\}
-
-    (Gaussian, exponential, Matern 3/2, Matern 5/2; the last three are the Sobolev kernels
-    of the PSD paper's Example 1, eq. (15)).
-
-    Parameters
-    ----------
-    kernel : {"gaussian", "exponential", "matern32", "matern52", "linear"} or Kernel
-        Kernel name (case-insensitive) or a :class:`Kernel` (or :class:`LinearKernel`)
-        instance.  An instance is returned **unchanged** and ``sigma`` is then ignored (the
-        instance carries its own bandwidth).  ``"linear"`` gives :class:`LinearKernel`
-        (no bandwidth: ``sigma`` is ignored); only the SELF estimators accept it.
-    sigma : float, default=None
-        Bandwidth in ``[1e-75, 1e75]``; required when ``kernel`` is a radial kernel's name.
-
-    Returns
-    -------
-    kernel : Kernel
-
-    Raises
-    ------
-    ValueError
-        If ``kernel`` is not one of the names above or a Kernel (the message names
-        ``kernel`` and lists the choices), or if ``sigma`` is missing, not a real number,
-        not in ``[1e-75, 1e75]`` (the message names ``sigma`` and the range).
-
-    Examples
-    --------
-    >>> from psdsos.kernels import get_kernel
-    >>> get_kernel("Matern52", sigma=0.5)
-    Matern52Kernel(sigma=0.5)
-    """
-    if isinstance(kernel, (Kernel, LinearKernel)):
-        return kernel
-    if isinstance(kernel, str) and kernel.lower() == "linear":
-        return LinearKernel()
-    name = check_choice(kernel, "kernel", list(KERNELS))
-    if sigma is None:
-        raise ValueError(
-            f"sigma (the kernel bandwidth) must be given with kernel={kernel!r}: "
-            "a finite real number > 0, got None"
-        )
-    return KERNELS[name](sigma=sigma)
-
-
-def scale_bandwidth(X: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
-    """Bandwidth ``sigma="scale"`` from the inputs' spread, as scikit-learn's ``gamma="scale"``.
-
-    scikit-learn's ``SVC(gamma="scale")`` uses :math:`\\gamma = 1 / (p \\operatorname{Var}(X))`
-    in :math:`k(x, y) = e^{-\\gamma\\|x - y\\|^2}`, with ``Var(X) = X.var()`` the variance
-    of all the entries of ``X`` together (one number, not per feature) and ``p`` the number
-    of features.  Our Gaussian kernel :math:`e^{-\\|x - y\\|^2 / (2\\sigma^2)}` equals it
-    for :math:`\\gamma = 1 / (2\\sigma^2)`, hence
-
-    .. math::
-
-        \\sigma_{\\text{scale}} = \\sqrt{\\frac{p \\operatorname{Var}(X)}{2}},
-
-    half the root-mean-square distance between two independent training points
-    (:math:`\\mathbb E\\|x - x'\\|^2 = 2 p \\operatorname{Var}` for centred features of equal
-    spread).  The same :math:`\\sigma` is used for every kernel of this module.  It is
-    proportional to the scale of ``X``: ``scale_bandwidth(a * X + b) == |a| *
-    scale_bandwidth(X)`` for scalars ``a != 0``, ``b``, so an estimator with
-    ``sigma="scale"`` sees the same kernel matrix whatever the units of the (common) scale.
-    The variance is computed on ``X / max|X|`` and scaled back, so it neither overflows nor
-    underflows for inputs of magnitude 1e-150 or 1e150.
-
-    Parameters
-    ----------
-    X : array-like of shape (n_samples, n_features)
-        Training inputs (finite).
-    sample_weight : array-like of shape (n_samples,) or None
-        Positive row weights: the variance of the data set whose row i is repeated
-        ``sample_weight[i]`` times (for integer weights the bandwidth of the duplicated
-        rows; scaling all weights changes nothing).  Validated by the caller.
-
-    Returns
-    -------
-    sigma : float
-        Finite and > 0.
-
-    Raises
-    ------
-    ValueError
-        If ``X`` is not a finite 2-D array, or has zero spread (all entries equal): no scale
-        can be derived; give a numeric ``sigma``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from psdsos.kernels import scale_bandwidth
-    >>> X = np.array([[0.0], [2.0]])          # Var(X) = 1, p = 1
-    >>> print(round(scale_bandwidth(X), 6))          # sqrt(1 / 2)
-    0.707107
-    """
-    X = check_array_2d(X, "X")
-    if sample_weight is None:
-        sd = scaled_mean_std(X)[1]
-    else:
-        sd = scaled_mean_std(X.ravel(), weights=np.repeat(sample_weight, X.shape[1]))[1]
-    sigma = sd * np.sqrt(X.shape[1] / 2.0)
-    if not (np.isfinite(sigma) and sigma > 0):
-        raise ValueError(
-            f"X has zero spread (all {X.size} entries equal {X.flat[0]!r}): sigma='scale' "
-            "(scale_bandwidth) derives the kernel bandwidth from the spread of the training "
-            "inputs; give a numeric sigma > 0"
-        )
-    return float(sigma)
