@@ -6,11 +6,11 @@ among them, and what a kernel can do (convex-fit needs Hessians) is asked of the
 
 from __future__ import annotations
 
-from psdsos.kernels import get_kernel
+from psdsos.kernels import kernel_names
 
-#: Every kernel the commands may offer, in the order their help texts list them.
-#: From the kernel registry once it exists.
-KERNEL_NAMES = ("gaussian", "exponential", "matern32", "matern52")
+#: Every kernel the commands may offer (the radial kernels of the registry, in the order they
+#: were registered: the order the help texts list them).
+KERNEL_NAMES = kernel_names()
 
 #: Kernels cross-validated by bures-demo (without --paper), from smooth to rough.
 DEMO_KERNELS = ("gaussian", "matern52", "exponential")
@@ -21,10 +21,9 @@ CONVEX_DEFAULT_KERNEL = "gaussian"
 
 
 def hessian_kernels() -> tuple[str, ...]:
-    """The kernels of :data:`KERNEL_NAMES` that are twice differentiable (convex-fit's
-    choices: its SoS constraint is on the Hessian)."""
-    return tuple(name for name in KERNEL_NAMES
-                 if get_kernel(name, sigma=1.0).differentiability >= 2)
+    """The registered radial kernels that are twice differentiable (convex-fit's choices: its
+    SoS constraint is on the Hessian)."""
+    return tuple(kernel_names(differentiability=2))
 
 
 def listed(names: tuple[str, ...]) -> str:
