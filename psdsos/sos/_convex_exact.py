@@ -27,17 +27,17 @@ import numpy as np
 import scipy.linalg as sla
 
 from psdsos.kernels import Kernel
-from psdsos.sos._maps import sos_evaluate
-from psdsos.sos._objectives import (
-    _IsometricPrimal,
+from psdsos.sos._certify import _IsometricPrimal
+from psdsos.sos._compress import row_scales
+from psdsos.sos._convex_problem import dual_floors
+from psdsos.sos._isometric import (
     _set_weights,
     coefficients,
     convex_regression_cvxpy,
-    dual_floors,
     isometric_basis,
     quadratic_form,
-    row_scales,
 )
+from psdsos.sos._maps import sos_evaluate
 
 if TYPE_CHECKING:
     import cvxpy as cp
@@ -485,7 +485,7 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
 
     def dual_floors(self) -> tuple[float, float]:
         """Absolute floors of the solver's relative gap and residual
-        (:func:`psdsos.sos._objectives.dual_floors`)."""
+        (:func:`psdsos.sos._convex_problem.dual_floors`)."""
         H0 = self.kernel.hessian(self.Z[:1], self.Z[:1])[0, 0]
         return dual_floors(self.y, self.E, float(np.linalg.norm(H0)), self.m)
 

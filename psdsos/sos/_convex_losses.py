@@ -45,8 +45,8 @@ import scipy.linalg as sla
 from scipy.optimize import linprog
 
 from psdsos.losses import Loss, SquaredLoss
+from psdsos.sos._convex_problem import DUAL_FLOOR
 from psdsos.sos._maps import sos_evaluate
-from psdsos.sos._objectives import DUAL_FLOOR
 
 __all__ = ["ConvexRegressionLossProblem", "loss_weights"]
 
@@ -294,7 +294,7 @@ class ConvexRegressionLossProblem:
 
     def objective(self, alpha, beta, B):
         """The primal objective with the exact kernel matrix (constraints not checked)."""
-        from psdsos.sos._objectives import quadratic_form
+        from psdsos.sos._isometric import quadratic_form
 
         f = self._values(alpha) + (self.E @ beta if self.E is not None else 0.0)
         reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
@@ -338,7 +338,7 @@ class ConvexRegressionLossProblem:
         that equality are the dual variable u of the module docstring; built once."""
         import cvxpy as cp
 
-        from psdsos.sos._objectives import isometric_basis, orthonormal_design
+        from psdsos.sos._isometric import isometric_basis, orthonormal_design
         from psdsos.sos._primitive import SoSBlock
 
         if getattr(self, "_cvx", None) is None:
@@ -372,7 +372,7 @@ class ConvexRegressionLossProblem:
         return self._cvx
 
     def evaluate_primal(self, B, params):
-        from psdsos.sos._objectives import coefficients
+        from psdsos.sos._isometric import coefficients
 
         alpha, beta = coefficients(params)
         return self.objective(alpha, beta, B), {"alpha": alpha, "beta": beta}
@@ -384,7 +384,7 @@ class ConvexRegressionLossProblem:
         """Gamma from the Hessian constraints' multipliers; u (kept for the certifier) from
         those of z = F u + Q b, brought into the domain with E^T u = 0 (prox with step 0);
         of the two signs conventions the one with the better bound is kept."""
-        from psdsos.sos._objectives import coupling_dual
+        from psdsos.sos._isometric import coupling_dual
 
         G = coupling_dual(params, self.m, self.d)
         lam = params["fitc"].dual_value
@@ -409,7 +409,7 @@ class ConvexRegressionLossProblem:
         return _LossCertifier(self, getattr(self, "_u_cert", None), params["F"], params["Hu"])
 
     def rounding_floor(self):
-        from psdsos.sos._objectives import rounding_floor_of_builder
+        from psdsos.sos._certify import rounding_floor_of_builder
 
         return rounding_floor_of_builder(self)
 
