@@ -73,9 +73,8 @@ class _IsometricPrimal:
 def rounding_floor_of_builder(self):
     r"""Relative accuracy to which coefficients theta = T u can represent the program's
     solution: :math:`100\,N\epsilon\sqrt{w_{\max}/w_{\min}}` over the kept eigenvalues of
-    the Gram matrix (the mapping back divides by :math:`\sqrt{w_k}`; measured 3e-8 for
-    cond 1e12, n = 35, within this bound).  Certificates are checked against
-    max(tol, this)."""
+    the Gram matrix (the mapping back divides by :math:`\sqrt{w_k}`).  Certificates are
+    checked against max(tol, this)."""
     _, _, params = self.cvxpy_problem()
     s = params["s"]
     return 100.0 * params["T"].shape[0] * np.finfo(np.float64).eps * float(s.max() / s.min())

@@ -17,6 +17,7 @@ import numpy as np
 from psdsos.kernels import Kernel
 from psdsos.sos._certify import _IsometricPrimal
 from psdsos.sos._compress import combine_blocks, compress_block, row_scales
+from psdsos.sos._convex_base import _ConvexRegressionBase
 from psdsos.sos._isometric import (
     _set_weights,
     coefficients,
@@ -24,7 +25,6 @@ from psdsos.sos._isometric import (
     isometric_basis,
     quadratic_form,
 )
-from psdsos.sos._maps import sos_evaluate
 
 __all__ = ["ConvexRegressionProblem", "ConvexRegressionNystromProblem"]
 
@@ -69,7 +69,7 @@ def floors_from_moments(css, ss, n, hess_scale, m):
     return DUAL_FLOOR * s, DUAL_FLOOR * m * s * float(hess_scale) ** 2
 
 
-class ConvexRegressionProblem(_IsometricPrimal):
+class ConvexRegressionProblem(_IsometricPrimal, _ConvexRegressionBase):
     r"""Convex regression with SoS Hessian constraints, approximate representation (eq. 28).
 
     .. math::
@@ -119,7 +119,8 @@ class ConvexRegressionProblem(_IsometricPrimal):
     rho, lam1, lam2 : float
     """
 
-    coupled = True
+    _DUAL_NEEDS_RHO = ("the dual solver of convex regression (the minimization over alpha "
+                       "needs rho K positive definite)")
 
     def __init__(self, K: np.ndarray, Hk: np.ndarray, Phi: np.ndarray, y: np.ndarray,
                  E: np.ndarray | None, rho: float, lam1: float, lam2: float, *,
@@ -134,12 +135,9 @@ class ConvexRegressionProblem(_IsometricPrimal):
         self.n = n
         self.sw = row_scales(sample_weight, n, normalize=normalize_weights)
         self.y_w = self.y if self.sw is None else self.sw * self.y
-        self.Hk = np.asarray(Hk, dtype=np.float64)
-        self.m, _, self.d, _ = self.Hk.shape
-        self.Phi = np.asarray(Phi, dtype=np.float64)
+        self._set_constraints(Hk, Phi, rho, lam1, lam2)
         self.K = np.asarray(K, dtype=np.float64)
         self.E = None if E is None or np.size(E) == 0 else np.asarray(E, dtype=np.float64)
-        self.rho, self.lam1, self.lam2 = float(rho), float(lam1), float(lam2)
         self.R, self.jitter_ = cholesky_with_jitter(self.K, jitter=jitter)
         if self.E is not None:
             self.Qe = np.linalg.qr(self._rows(self.E))[0]
@@ -151,27 +149,13 @@ class ConvexRegressionProblem(_IsometricPrimal):
         self._sla = sla
 
     # ---- helpers ------------------------------------------------------------------------
-    def _rows(self, A):
-        """S A: the rows of A times the square roots of the normalized weights (S = I
-        without weights)."""
-        if self.sw is None:
-            return A
-        return self.sw * A if A.ndim == 1 else self.sw[:, None] * A
-
     def _perp(self, v):
         """P S v: the weighted residual with its component in range(S E) removed (its
         squared norm / n is the data term)."""
         v = self._rows(v)
         return v - self.Qe @ (self.Qe.T @ v)
 
-    def _prepare_dual(self):
-        if self._dual_ready:
-            return
-        if not self.rho > 0:
-            raise ValueError(
-                "rho must be > 0 for the dual solver of convex regression (the minimization "
-                "over alpha needs rho K positive definite); use solver='primal' for rho = 0"
-            )
+    def _factor_dual(self):
         sla, n = self._sla, self.n
         RS = self._fit_matrix_t()
         RQ = RS @ self.Qe
@@ -183,7 +167,6 @@ class ConvexRegressionProblem(_IsometricPrimal):
         Py = self._perp(self._target())
         self.c0 = RS @ Py / n
         self.yP2 = float(Py @ Py) / n
-        self._dual_ready = True
 
     def _fit_matrix_t(self):
         """The transposed fit matrix in the coordinates v = R alpha, rows weighted: the
@@ -228,10 +211,6 @@ class ConvexRegressionProblem(_IsometricPrimal):
         """Absolute floors of the solver's relative gap and residual (see :func:`dual_floors`)."""
         return dual_floors(self.y, self.E, self._hessian_scale(), self.m)
 
-    def _hessian_scale(self):
-        """The largest Frobenius norm of a kernel Hessian at a constraint point."""
-        return float(np.sqrt(np.max(np.sum(self.Hk * self.Hk, axis=(2, 3)))))
-
     def smooth_hessian_factor(self) -> np.ndarray:
         """U with grad^2 q = U U^T on vec(Gamma): U = (L_W^{-1} G_H)^T / sqrt(2), W = L_W L_W^T."""
         self._prepare_dual()
@@ -258,8 +237,7 @@ class ConvexRegressionProblem(_IsometricPrimal):
         _, v = self._v(G)
         Ka = self.R.T @ v  # K alpha = R^T R alpha = R^T v
         r = self._perp(self.y - Ka)
-        reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
-        return float(r @ r) / self.n + self.rho * float(v @ v) + reg
+        return float(r @ r) / self.n + self.rho * float(v @ v) + self._regularizer(B)
 
     # ---- primal --------------------------------------------------------------------------
     def hessians(self, alpha: np.ndarray) -> np.ndarray:
@@ -270,9 +248,8 @@ class ConvexRegressionProblem(_IsometricPrimal):
         """The objective of eq. (28) with the exact kernel matrix (no jitter); constraints
         not checked (see constraint_residual)."""
         f = self.K @ alpha + (self.E @ beta if self.E is not None else 0.0)
-        reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
         r = self._rows(self.y - f)
-        return float(r @ r) / self.n + self.rho * self.rkhs_norm_sq(alpha) + reg
+        return float(r @ r) / self.n + self.rho * self.rkhs_norm_sq(alpha) + self._regularizer(B)
 
     def evaluate_primal(self, B: np.ndarray,
                         params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
@@ -282,10 +259,7 @@ class ConvexRegressionProblem(_IsometricPrimal):
 
     def constraint_residual(self, alpha: np.ndarray, B: np.ndarray, floor: float = 0.0) -> float:
         """Relative violation ||H(alpha) - A(B)|| / max(||H(alpha)||, ||A(B)||, floor)."""
-        H = self.hessians(alpha)
-        F = sos_evaluate(self.Phi, B, self.d)
-        den = max(float(np.linalg.norm(H)), float(np.linalg.norm(F)), floor, 1e-300)
-        return float(np.linalg.norm(H - F)) / den
+        return self._relative_residual(self.hessians(alpha), B, floor)
 
     def primal_residual(self, B: np.ndarray, extras: dict[str, Any], floor: float = 0.0) -> float:
         """Relative Hessian-constraint residual at a primal point (see constraint_residual),
@@ -332,24 +306,30 @@ class ConvexRegressionProblem(_IsometricPrimal):
             (alpha = T u) and ``"Te"`` (beta = Te b).
         """
         if self._cvx is None:
-            n, d, m = self.n, self.d, self.m
+            d, m = self.d, self.m
+            q = self._gram().shape[0]
             iu, ju = np.triu_indices(d)
-            Hp = self.Hk[:, :, iu, ju].transpose(0, 2, 1).reshape(m * len(iu), n)
+            Hp = self.Hk[:, :, iu, ju].transpose(0, 2, 1).reshape(m * len(iu), q)
             V, w = self._spectral()
-            Vk, s = isometric_basis(V, w, rtol=n * np.finfo(np.float64).eps)
+            Vk, s = isometric_basis(V, w, rtol=q * np.finfo(np.float64).eps)
             T = Vk / s
             Ew = None if self.E is None else self._rows(self.E)
-            self._cvx = convex_regression_cvxpy(self.Phi, d, self.y_w, self._rows(Vk * s),
-                                                Hp @ T, Ew)
+            self._cvx = convex_regression_cvxpy(self.Phi, d, self.y_w, self._fit_values(Vk, s),
+                                                Hp @ T, Ew, n=self.n)
             self._cvx[2]["T"] = T
             self._cvx[2]["s"] = s
             # the directions the program leaves out (eigenvalues at the rounding level of
             # K, down to eps^2): what they could gain is checked by wide_certifier()
             Vw, sw = isometric_basis(V, w, rtol=np.finfo(np.float64).eps ** 2)
             if Vw.shape[1] > Vk.shape[1]:
-                self._cvx[2]["F_wide"], self._cvx[2]["Hu_wide"] = (self._rows(Vw * sw),
+                self._cvx[2]["F_wide"], self._cvx[2]["Hu_wide"] = (self._fit_values(Vw, sw),
                                                                    Hp @ (Vw / sw))
         return _set_weights(self._cvx, self.rho, self.lam1, self.lam2)
+
+    def _fit_values(self, V, s):
+        """The weighted values at the data of the functions alpha = V / s (the columns of
+        the program's fit matrix): S K V / s = S V s for eigenpairs (V, s^2) of K."""
+        return self._rows(V * s)
 
 
 class ConvexRegressionNystromProblem(ConvexRegressionProblem):
@@ -398,8 +378,6 @@ class ConvexRegressionNystromProblem(ConvexRegressionProblem):
         then not used (pass None).
     """
 
-    coupled = True
-
     def __init__(self, kernel: Kernel, X: np.ndarray, C: np.ndarray, Hk: np.ndarray,
                  Phi: np.ndarray, y: np.ndarray, fit_intercept: bool, rho: float, lam1: float,
                  lam2: float, *, jitter: str | float = "auto",
@@ -422,10 +400,7 @@ class ConvexRegressionNystromProblem(ConvexRegressionProblem):
             self.y = None  # type: ignore[assignment]  # compressed: only y's moments are kept
         self.n = n
         self.sw = row_scales(sample_weight, n, normalize=normalize_weights)
-        self.Hk = np.asarray(Hk, dtype=np.float64)
-        self.m, _, self.d, _ = self.Hk.shape
-        self.Phi = np.asarray(Phi, dtype=np.float64)
-        self.rho, self.lam1, self.lam2 = float(rho), float(lam1), float(lam2)
+        self._set_constraints(Hk, Phi, rho, lam1, lam2)
         self.kernel, self.C = kernel, C
         self.Kq = np.asarray(kernel(C, C), dtype=np.float64)
         self.R, self.jitter_ = cholesky_with_jitter(self.Kq, jitter=jitter)
@@ -467,8 +442,7 @@ class ConvexRegressionNystromProblem(ConvexRegressionProblem):
         self._prepare_dual()
         _, v = self._v(G)
         r = self._perp(self.y_w - self.Fc @ v)
-        reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
-        return float(r @ r) / self.n + self.rho * float(v @ v) + reg
+        return float(r @ r) / self.n + self.rho * float(v @ v) + self._regularizer(B)
 
     def objective(self, alpha: np.ndarray, beta: np.ndarray, B: np.ndarray) -> float:
         """Eq. (28) in the span of the landmarks, with the landmarks' exact kernel matrix
@@ -476,30 +450,13 @@ class ConvexRegressionNystromProblem(ConvexRegressionProblem):
         r = self.y_w - self.Fc @ (self.R @ alpha)
         if self.E is not None:
             r = r - self.E @ beta
-        reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
-        return float(r @ r) / self.n + self.rho * self.rkhs_norm_sq(alpha) + reg
+        return float(r @ r) / self.n + self.rho * self.rkhs_norm_sq(alpha) + self._regularizer(B)
 
     def _gram(self):
         return self.Kq
 
-    def cvxpy_problem(self) -> tuple[cp.Problem, cp.Variable, dict[str, Any]]:
+    def _fit_values(self, V, s):
         """The primal of :meth:`ConvexRegressionProblem.cvxpy_problem` on the compressed
-        rows: alpha = T u with T from the landmarks' kernel matrix, fit values Fc R T u."""
-        if self._cvx is None:
-            d, m = self.d, self.m
-            q = self.Kq.shape[0]
-            iu, ju = np.triu_indices(d)
-            Hp = self.Hk[:, :, iu, ju].transpose(0, 2, 1).reshape(m * len(iu), q)
-            V, w = self._spectral()
-            Vk, s = isometric_basis(V, w, rtol=q * np.finfo(np.float64).eps)
-            T = Vk / s
-            FR = self.Fc @ self.R
-            self._cvx = convex_regression_cvxpy(self.Phi, d, self.y_w, FR @ T, Hp @ T,
-                                                self.E, n=self.n)
-            self._cvx[2]["T"] = T
-            self._cvx[2]["s"] = s
-            Vw, sw = isometric_basis(V, w, rtol=np.finfo(np.float64).eps ** 2)
-            if Vw.shape[1] > Vk.shape[1]:
-                self._cvx[2]["F_wide"], self._cvx[2]["Hu_wide"] = (FR @ (Vw / sw),
-                                                                   Hp @ (Vw / sw))
-        return _set_weights(self._cvx, self.rho, self.lam1, self.lam2)
+        rows: alpha = V / s with V, s^2 from the landmarks' kernel matrix, fit values
+        Fc R V / s."""
+        return self.Fc @ self.R @ (V / s)

@@ -21,9 +21,9 @@ def quadratic_form(G, theta):
     r""":math:`\max(0, \theta^T\mathbf G\theta)` in extended precision (``np.longdouble``).
 
     The coefficients of an ill-conditioned kernel expansion are large (|alpha| ~ 1e5 for
-    cond(K) ~ 1e10) and cancel: in float64 the form loses ~ n eps |alpha|^T|K||alpha| (1e-9
-    relative, measured), an eigendecomposition more (3e-8).  Extended precision (where the
-    platform has it; float64 otherwise) costs one non-BLAS matrix-vector product.
+    cond(K) ~ 1e10) and cancel: in float64 the form loses ~ n eps |alpha|^T|K||alpha|, an
+    eigendecomposition more.  Extended precision (where the platform has it; float64
+    otherwise) costs one non-BLAS matrix-vector product.
     """
     Gl = np.asarray(G, dtype=np.longdouble)
     t = np.asarray(theta, dtype=np.longdouble)

@@ -147,10 +147,7 @@ class SoSBlock:
         values of the stacked features) exceeds this: the linear map
         :math:`\mathbf B\mapsto(\Psi_j^T\mathbf B\Psi_j)_j` then has a condition number
         beyond 1/eps (its square), and interior-point solvers fail while splitting solvers
-        return inaccurate answers, g(x_j) < 0 among them (measured: 30 equispaced points on
-        [0, 1], exact Gaussian features of bandwidth 0.3, condition number 9e10: Clarabel
-        fails, SCS "optimal_inaccurate"; bandwidth 0.05, condition number 1e2: both solve,
-        g(x_j) >= 0 to 1e-7).  Exact features (Cholesky of K) are ill-conditioned when the
+        return inaccurate answers, g(x_j) < 0 among them.  Exact features (Cholesky of K) are ill-conditioned when the
         points are close compared to the bandwidth.  ``None`` skips the check (for a
         caller that certifies the solve itself).
 

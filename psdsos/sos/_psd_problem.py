@@ -27,9 +27,11 @@ class _PSDPrimal:
 
     if TYPE_CHECKING:  # provided by the problems
         Phi: np.ndarray
+        M: np.ndarray
         d: int
         lam1: float
         lam2: float
+        _cvx: Any
 
         def _data_term(self, FB: np.ndarray) -> float: ...
 
@@ -51,6 +53,16 @@ class _PSDPrimal:
     def primal_residual(self, B: np.ndarray, extras: dict[str, Any], floor: float = 0.0) -> float:
         """0: the primal has no equality constraint besides B PSD."""
         return 0.0
+
+    def _with_parameters(self) -> tuple[cp.Problem, cp.Variable, dict[str, Any]]:
+        """The program built by ``cvxpy_problem`` with its Parameters set to the targets
+        (packed upper triangles) and the weights lam1, lam2."""
+        prob, B, params = self._cvx
+        iu, ju = np.triu_indices(self.d)
+        params["M"].value = self.M[:, iu, ju]
+        params["lam1"].value = self.lam1
+        params["lam2"].value = self.lam2
+        return prob, B, params
 
 
 class PSDLeastSquares(_PSDPrimal):
@@ -140,9 +152,4 @@ class PSDLeastSquares(_PSDPrimal):
             obj = 0.5 / self.n * cp.sum_squares(resid) + block.regularizer(lam1, lam2)
             prob = cp.Problem(cp.Minimize(obj))
             self._cvx = (prob, block.B, {"lam1": lam1, "lam2": lam2, "M": Mp})
-        prob, B, params = self._cvx
-        iu, ju = np.triu_indices(self.d)
-        params["M"].value = self.M[:, iu, ju]
-        params["lam1"].value = self.lam1
-        params["lam2"].value = self.lam2
-        return prob, B, params
+        return self._with_parameters()
