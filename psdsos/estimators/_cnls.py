@@ -33,6 +33,7 @@ from psdsos.estimators._base import (
     save_estimator,
     validate_params,
 )
+from psdsos.estimators._common import fitted_input
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.solvers import PRIMAL_SOLVERS, SolverStatusError, solve_cvxpy
 
@@ -551,13 +552,13 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (m, n_features)
+            Where the function is evaluated.
 
         Returns
         -------
         ndarray of shape (m,)
         """
-        check_is_fitted(self, "theta_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = fitted_input(self, X, "theta_")
         return _max_affine(X, self.theta_, self.zeta_, self.X_fit_, self.concave)
 
     # ---- persistence ------------------------------------------------------------------------

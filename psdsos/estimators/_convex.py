@@ -8,7 +8,6 @@ solver (dual or primal), and certifies convexity between the constraint points
 
 from __future__ import annotations
 
-import copy
 import numbers
 import warnings
 
@@ -18,7 +17,8 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from psdsos._validation import FloatArray, PathLike, RandomStateLike, validate_data
+from psdsos._validation import FloatArray, PathLike, RandomStateLike
+from psdsos.estimators import _convex_certify as certify
 from psdsos.estimators import _convex_fit as fit_paths
 from psdsos.estimators._base import (
     KERNEL_OPTIONS,
@@ -26,24 +26,16 @@ from psdsos.estimators._base import (
     Bool,
     Interval,
     Options,
-    RandomState,
-    Verbose,
     register_loadable,
     save_estimator,
     validate_params,
 )
+from psdsos.estimators._common import ITERATIVE_OPTIONS, fitted_input
 from psdsos.estimators._convex_certify import (
     AUTO_CORNER_FRACTION,
-    CURVATURE_FLOOR,
     DEFICIT_POINTS,
     RELATIVE_DEFICIT_TOL,
-    ConstraintPointsOption,
     NonConvexFitWarning,
-    certify_convexity,
-    constraint_points,
-    deficit,
-    fitted_box,
-    hessian_eigenvalues,
     sobol_points,
 )
 from psdsos.estimators._dask import is_dask_array
@@ -161,7 +153,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         other candidate's residual kernel variance is below 1e-6 k(x, x); all the training
         points when none is that redundant and no corner is offered.  With more, or nearly
         dependent, points the constrained problem is close to having no strictly feasible
-        point and the dual crawls or diverges (measured: docs/benchmarks.md,
+        point and the dual crawls or diverges (see docs/benchmarks.md,
         "Constraint points"); ``"train"`` keeps the paper's choice whatever n.
     n_landmarks : int or None
         Nystrom rank of the SoS features Psi (the paper uses 25 when n > 25); the
@@ -258,16 +250,12 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         "solver": Options(["dual", "primal"]),
         "primal_solver": Options(PRIMAL_SOLVERS),
         "representation": Options(["approx", "exact"]),
-        "constraint_points": ConstraintPointsOption(),
+        "constraint_points": certify.ConstraintPointsOption(),
         "n_landmarks": Interval(numbers.Integral, 1, None, allow_none=True),
         "centers": Options(["auto", "train", "landmarks"]),
         "fit_intercept": Bool(),
         "concave": Bool(),
-        "tol": Interval(numbers.Real, 0.0, None, closed="neither"),
-        "max_iter": Interval(numbers.Integral, 1, None),
-        "warm_start": Bool(),
-        "random_state": RandomState(),
-        "verbose": Verbose(),
+        **ITERATIVE_OPTIONS,
         "loss": Options(CONVEX_LOSSES),
         "delta": Interval(numbers.Real, 0.0, None, closed="neither", allow_none=True),
         "quantile": Interval(numbers.Real, 0.0, 1.0, closed="neither", allow_none=True),
@@ -296,14 +284,14 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         self.centers = centers
         self.fit_intercept = fit_intercept
         self.concave = concave
+        self.loss = loss
+        self.delta = delta
+        self.quantile = quantile
         self.tol = tol
         self.max_iter = max_iter
         self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
-        self.loss = loss
-        self.delta = delta
-        self.quantile = quantile
 
     def _sign(self):
         return -1.0 if self.concave else 1.0
@@ -312,7 +300,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     def _constraint_points(self, X, kernel=None, box=None):
         """The constraint points (see the parameter); ``box = (lo, hi)``: the data's
         bounding box when X is only a sample of the rows (out-of-core fits)."""
-        return constraint_points(self, X, kernel, box, corner_fraction=AUTO_CORNER_FRACTION)
+        return certify.constraint_points(self, X, kernel, box, AUTO_CORNER_FRACTION)
 
     def fit(self, X: ArrayLike, y: ArrayLike,
             sample_weight: ArrayLike | None = None) -> ConvexRegressor:
@@ -375,7 +363,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         certify convexity between the constraint points."""
         *coefs, B = fit_paths.solve_plan(self, plan, Z)
         fit_paths.set_fitted(self, plan, kernel, features, Z, coefs, B)
-        certify_convexity(self)
+        certify.certify_convexity(self)
         return self
 
     # ---- other losses -------------------------------------------------------------------------
@@ -458,23 +446,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
 
     # ---- the fitted function ----------------------------------------------------------------
     def _check_X(self, X: ArrayLike) -> np.ndarray:
-        check_is_fitted(self, "alpha_")
-        return validate_data(self, X, reset=False, dtype=np.float64)
-
-    def _exact_args(self, X):
-        """Arguments of psdsos.sos.exact_* when fitted with representation="exact", else None.
-
-        In standardized units (unit bandwidth: the fourth derivatives ~ sigma^-4 of the
-        user's units would overflow for tiny sigma); the k-th derivative of the kernel part
-        in the user's units is y_scale_ / x_scale_^k times theirs.
-        """
-        if getattr(self, "gamma_", None) is None:
-            return None
-        off, sx, sy = self.x_offset_, self.x_scale_, self.y_scale_
-        kernel_u = copy.copy(self.kernel_)
-        kernel_u.sigma = 1.0
-        return (kernel_u, (self.X_fit_ - off) / sx, (self.constraint_points_ - off) / sx,
-                self.alpha_ / sy, self.gamma_ / (sy * sx * sx), (X - off) / sx)
+        return fitted_input(self, X, "alpha_")
 
     def predict(self, X: ArrayLike) -> FloatArray:
         """f(x) = c + w^T x + sum_i alpha_i k(x, x_i) (negated when concave).
@@ -482,7 +454,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         With representation="exact", plus sum_j sum_pq gamma_j[p, q] d_pq k(z_j, x) (eq. 21).
         """
         X = self._check_X(X)
-        args = self._exact_args(X)
+        args = fit_paths.exact_arguments(self, X)
         if args is not None:
             return self._sign() * (self.intercept_ + X @ self.coef_
                                    + self.y_scale_ * exact_value(*args))
@@ -492,7 +464,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     def gradient(self, X: ArrayLike) -> FloatArray:
         """Gradient of f, shape (m, n_features)."""
         X = self._check_X(X)
-        args = self._exact_args(X)
+        args = fit_paths.exact_arguments(self, X)
         if args is not None:
             g = (self.y_scale_ / self.x_scale_) * exact_gradient(*args)
             return self._sign() * (self.coef_ + g)
@@ -503,14 +475,14 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
     def hessian(self, X: ArrayLike) -> FloatArray:
         """Hessian of f, shape (m, n_features, n_features)."""
         X = self._check_X(X)
-        args = self._exact_args(X)
+        args = fit_paths.exact_arguments(self, X)
         if args is not None:
             return self._sign() * ((self.y_scale_ / self.x_scale_) / self.x_scale_
                                    * exact_hessian(*args))
         return self._sign() * self.kernel_.hessian_sum(X, self.X_fit_, self.alpha_)
 
     def _box_array(self):
-        lo, hi = fitted_box(self)
+        lo, hi = certify.fitted_box(self)
         return np.vstack([lo, hi])
 
     def convexity_deficit(self, X: ArrayLike | None = None, *, n_points: int = DEFICIT_POINTS,
@@ -545,8 +517,9 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         -------
         float
         """
-        eig = hessian_eigenvalues(self, X, n_points, random_state, sign=self._sign())
-        return deficit(eig, relative, CURVATURE_FLOOR * self.y_scale_ / self.x_scale_**2)
+        eig = certify.hessian_eigenvalues(self, X, n_points, random_state, sign=self._sign())
+        floor = certify.CURVATURE_FLOOR * self.y_scale_ / self.x_scale_**2
+        return certify.deficit(eig, relative, floor)
 
     def curvature_scale(self, X: ArrayLike | None = None, *, n_points: int = DEFICIT_POINTS,
                         random_state: int = 0) -> float:
@@ -568,7 +541,7 @@ class ConvexRegressor(RegressorMixin, BaseEstimator):
         -------
         float
         """
-        eig = hessian_eigenvalues(self, X, n_points, random_state)
+        eig = certify.hessian_eigenvalues(self, X, n_points, random_state)
         return float(np.mean(np.abs(eig).max(axis=1)))
 
     def predict_convexified(self, X: ArrayLike, eta: float | None = None) -> FloatArray:

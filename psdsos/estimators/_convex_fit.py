@@ -26,6 +26,7 @@ import numpy as np
 
 from psdsos._validation import check_random_state, scaled_mean_std, validate_data
 from psdsos.estimators._base import resolve_kernel
+from psdsos.estimators._common import check_regularization
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.kernels import Kernel
@@ -65,19 +66,12 @@ def check_kernel_and_regularization(est, kernel):
             f"kernel {kernel.name!r} is not twice differentiable; convex regression needs "
             "Hessians: use 'gaussian', 'matern32' or 'matern52'"
         )
-    if est.lam1 == 0 and est.lam2 == 0:
-        # B unregularized: only H(f) in A(S_+) matters, so B is any point of
-        # {B >= 0 : A(B) = H(f)} (not unique, unbounded without a spanning set of
-        # features), and the infimum need not be attained when A(S_+) is not closed;
-        # Theorem 2 and the deficit bound of Corollary 7 (through Tr B) need the
-        # regularizer
-        raise ValueError(
-            "lam1 = lam2 = 0 is ill-posed: B is then not determined and the infimum of "
-            "eq. (28) need not be attained (Theorem 2 needs lam1 > 0 or lam2 > 0); set "
-            "lam1 > 0 (trace) or lam2 > 0 (Frobenius)"
-        )
-    if est.solver == "dual" and est.lam2 == 0:
-        raise ValueError("lam2 = 0 is not supported by solver='dual'; use solver='primal'")
+    # lam1 = lam2 = 0, B unregularized: only H(f) in A(S_+) matters, so B is any point of
+    # {B >= 0 : A(B) = H(f)} (not unique, unbounded without a spanning set of features), and
+    # the infimum need not be attained when A(S_+) is not closed; Theorem 2 and the deficit
+    # bound of Corollary 7 (through Tr B) need the regularizer
+    check_regularization(est, "B is then not determined and the infimum of eq. (28) need "
+                         "not be attained")
     if est.solver == "dual" and est.rho == 0:
         raise ValueError("rho = 0 is not supported by solver='dual'; use solver='primal'")
 
@@ -155,6 +149,21 @@ def unscale(est, alpha, beta, B):
         c = est._sign() * est.y_offset_ + sy * float(beta[0]) - float(w @ est.x_offset_)
         beta = np.concatenate([[c], w])
     return alpha, beta, B
+
+
+def exact_arguments(est, X):
+    """Arguments of psdsos.sos.exact_* when fitted with representation="exact", else None.
+
+    In standardized units (unit bandwidth: the fourth derivatives ~ sigma^-4 of the
+    user's units would overflow for tiny sigma); the k-th derivative of the kernel part
+    in the user's units is y_scale_ / x_scale_^k times theirs.
+    """
+    if getattr(est, "gamma_", None) is None:
+        return None
+    off, sx, sy = est.x_offset_, est.x_scale_, est.y_scale_
+    return (unit_kernel(est.kernel_), (est.X_fit_ - off) / sx,
+            (est.constraint_points_ - off) / sx, est.alpha_ / sy, est.gamma_ / (sy * sx * sx),
+            (X - off) / sx)
 
 
 def affine_design(est, U):

@@ -147,9 +147,9 @@ class SoSBlock:
         values of the stacked features) exceeds this: the linear map
         :math:`\mathbf B\mapsto(\Psi_j^T\mathbf B\Psi_j)_j` then has a condition number
         beyond 1/eps (its square), and interior-point solvers fail while splitting solvers
-        return inaccurate answers, g(x_j) < 0 among them.  Exact features (Cholesky of K) are ill-conditioned when the
-        points are close compared to the bandwidth.  ``None`` skips the check (for a
-        caller that certifies the solve itself).
+        return inaccurate answers, g(x_j) < 0 among them.  Exact features (Cholesky of K)
+        are ill-conditioned when the points are close compared to the bandwidth.  ``None``
+        skips the check (for a caller that certifies the solve itself).
 
     Attributes
     ----------
