@@ -20,12 +20,12 @@ from numpy.typing import ArrayLike
 from scipy.spatial import Delaunay, QhullError, cKDTree
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import check_is_fitted
 
 from psdsos._config import row_chunks
 from psdsos._params import Bool, Interval, Options, Verbose, validate_params
 from psdsos._persistence import SavedArray, SavedEstimator, register_loadable
 from psdsos._validation import FloatArray, PathLike, scaled_mean_std, validate_data
+from psdsos.estimators._common import fitted_input
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.solvers import PRIMAL_SOLVERS, SolverStatusError, solve_cvxpy
 
@@ -544,13 +544,13 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
         Parameters
         ----------
         X : array-like of shape (m, n_features)
+            Where the function is evaluated.
 
         Returns
         -------
         ndarray of shape (m,)
         """
-        check_is_fitted(self, "theta_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = fitted_input(self, X, "theta_")
         return _max_affine(X, self.theta_, self.zeta_, self.X_fit_, self.concave)
 
     # ---- persistence: the saved file (psdsos.load), n fitted points in p dimensions ----------

@@ -1,101 +1,53 @@
-r"""Convex (or concave) regression with subsampled SoS Hessian constraints (PSD paper, sec. 5-6)."""
+r"""Convex (or concave) regression with subsampled SoS Hessian constraints (PSD paper, sec. 5-6).
+
+The estimator chooses a problem (:mod:`psdsos.estimators._convex_fit`: f on the training
+points, on landmarks, on dask arrays, with another loss or the exact representation) and a
+solver (dual or primal), and certifies convexity between the constraint points
+(:mod:`psdsos.estimators._convex_certify`).
+"""
 
 from __future__ import annotations
 
-import copy
 import numbers
 import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import qmc
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import check_is_fitted
 
-from psdsos._params import Bool, Interval, Options, RandomState, Verbose, validate_params
+from psdsos._params import Bool, Interval, Options, validate_params
 from psdsos._persistence import SavedArray, SavedEstimator, SavedScalar, register_loadable
 from psdsos._validation import (
     FloatArray,
     PathLike,
     RandomStateLike,
-    caller_stacklevel,
-    check_array_2d,
-    check_random_state,
-    scaled_mean_std,
-    validate_data,
 )
-from psdsos.estimators._base import KERNEL_OPTIONS, Bandwidth, _LossOptions, resolve_kernel
+from psdsos.estimators import _convex_certify as certify
+from psdsos.estimators import _convex_fit as fit_paths
+from psdsos.estimators._base import KERNEL_OPTIONS, Bandwidth, _LossOptions
+from psdsos.estimators._common import ITERATIVE_OPTIONS, fitted_input
+from psdsos.estimators._convex_certify import (
+    AUTO_CORNER_FRACTION,
+    DEFICIT_POINTS,
+    RELATIVE_DEFICIT_TOL,
+    NonConvexFitWarning,
+    sobol_points,
+)
 from psdsos.estimators._dask import is_dask_array
-from psdsos.estimators._weights import check_sample_weight, first_unique_rows
-from psdsos.features import ExactFeatures, NystromFeatures
-from psdsos.features._features import _greedy_pivots
 from psdsos.kernels import Kernel, get_kernel
 from psdsos.losses import SquaredLoss, get_loss
-from psdsos.solvers import PRIMAL_SOLVERS, solve_dual, solve_primal
-from psdsos.solvers._dual_convex import solve_dual_loss
+from psdsos.solvers import PRIMAL_SOLVERS, solve_dual
 from psdsos.sos import (
-    ConvexRegressionExactProblem,
     ConvexRegressionNystromProblem,
     ConvexRegressionProblem,
     exact_gradient,
     exact_hessian,
     exact_value,
 )
-from psdsos.sos._convex_losses import ConvexRegressionLossProblem
 
-__all__ = ["ConvexRegressor"]
-
-
-class _ConstraintPoints:
-    def check(self, name, value, owner):
-        if value is None:
-            return
-        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1:
-            return
-        if isinstance(value, str) and value == "train":
-            return
-        if hasattr(value, "__array__") or isinstance(value, (list, tuple)):
-            return
-        raise ValueError(
-            f"{name} of {owner} must be None or 'train' (the training points), a positive int "
-            f"(Sobol points in the data's bounding box) or an array (m, n_features), got {value!r}"
-        )
-
-
-#: Largest number of constraint points the default (``constraint_points=None``) uses with
-#: exact features; with Nystrom features of rank r it uses 2 r (see ConvexRegressor).
-AUTO_CONSTRAINT_POINTS = 100
-#: The default stops choosing constraint points once every other training point's residual
-#: kernel variance is below this fraction of k(x, x) (greedy pivoted Cholesky).
-AUTO_PIVOT_RTOL = 1e-6
-#: The default also offers the 2^d corners of the data's bounding box to the pivoting when
-#: n >= m_auto and 2^d <= this fraction of its m_auto points (d <= 5 with exact features):
-#: a fit constrained at training points only was non-convex near the box's faces and
-#: corners, where training points are sparse (relative deficit ~0.5 in d = 3-5, 0 with the
-#: corners; measured in benchmarks/convex_regression.py).
-AUTO_CORNER_FRACTION = 0.5
-#: In d = 5 the default allows up to this many points when n >= 5 per point: 100 points
-#: left a relative convexity deficit of 0.21 at n = 1000 (eq. 30 data), 200 points none;
-#: with fewer than 5 training points per constraint point more points made the fit slower
-#: and no more convex (n = 200: 200 points, relative deficit 0.24, 12x the time), and in
-#: d >= 6 200 points did not certify either (d = 6: 0.14) while costing 6x the time in
-#: d = 10 (measured in benchmarks/convex_regression.py).
-AUTO_CONSTRAINT_POINTS_D5 = 200
-#: A fit whose certified convexity deficit (:meth:`ConvexRegressor.convexity_deficit` with
-#: ``relative=True``) exceeds this fraction of its curvature scale warns
-#: (:class:`NonConvexFitWarning`): beyond 1% the most negative curvature is a visible dent
-#: next to the typical curvature, while below it the dent is under the resolution of a noisy
-#: fit and predict_convexified removes it by moving f by eta/2 ||x||^2, a 1% change in
-#: curvature.
-RELATIVE_DEFICIT_TOL = 1e-2
-#: Floor of the curvature scale in convexity_deficit(relative=True), as a fraction of
-#: y_scale_ / x_scale_^2 (the data's own curvature unit): Hessians below it are rounding
-#: errors of an (affine to solver precision) fit (the dual's default tol is 1e-6).
-CURVATURE_FLOOR = 1e-6
-#: Sobol points of the training data's bounding box where convexity_deficit (and the fit's
-#: own certificate, convexity_deficit_) look for negative curvature.
-DEFICIT_POINTS = 4096
+__all__ = ["ConvexRegressor", "NonConvexFitWarning", "RELATIVE_DEFICIT_TOL", "sobol_points",
+           "AUTO_CORNER_FRACTION"]
 
 #: centers="auto": f expands on every training point up to this many samples (the paper's
 #: eq. 28; its n x n kernel matrix is then at most 32 MB), on the landmarks beyond (with
@@ -104,36 +56,6 @@ AUTO_TRAIN_CENTERS = 2000
 
 #: centers="train" refuses more samples than this (n x n arrays of 3.2 GB and more).
 MAX_TRAIN_CENTERS = 20000
-
-
-class NonConvexFitWarning(UserWarning):
-    """A ConvexRegressor fit whose certified convexity deficit exceeds
-    :data:`RELATIVE_DEFICIT_TOL` of its curvature scale: the Hessian constraint holds at the
-    constraint points but the fitted function is not convex between them."""
-
-
-def auto_constraint_budget(n_samples, n_features, n_landmarks=None):
-    """Largest number of constraint points the default (``constraint_points=None``) uses.
-
-    ``2 * n_landmarks`` with Nystrom features; with exact features
-    :data:`AUTO_CONSTRAINT_POINTS` (100), and in d = 5 up to
-    :data:`AUTO_CONSTRAINT_POINTS_D5` (200) while n >= 5 points per constraint point.
-    """
-    if n_landmarks is not None:
-        return 2 * int(n_landmarks)
-    if n_features == 5:
-        return max(AUTO_CONSTRAINT_POINTS,
-                   min(AUTO_CONSTRAINT_POINTS_D5, int(n_samples) // 5))
-    return AUTO_CONSTRAINT_POINTS
-
-
-def sobol_points(lo, hi, n_points, random_state):
-    """Scrambled Sobol points in the box [lo, hi] (seeded)."""
-    rng = check_random_state(random_state)
-    sampler = qmc.Sobol(d=len(lo), scramble=True, seed=rng)
-    m = int(n_points)
-    U = sampler.random_base2(int(np.ceil(np.log2(max(m, 2)))))[:m]
-    return qmc.scale(U, lo, hi) if np.all(hi > lo) else lo + U * (hi - lo)
 
 
 @register_loadable
@@ -223,7 +145,7 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         other candidate's residual kernel variance is below 1e-6 k(x, x); all the training
         points when none is that redundant and no corner is offered.  With more, or nearly
         dependent, points the constrained problem is close to having no strictly feasible
-        point and the dual crawls or diverges (measured: docs/benchmarks.md,
+        point and the dual crawls or diverges (see docs/benchmarks.md,
         "Constraint points"); ``"train"`` keeps the paper's choice whatever n.
     n_landmarks : int or None
         Nystrom rank of the SoS features Psi (the paper uses 25 when n > 25); the
@@ -322,16 +244,12 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         "solver": Options(["dual", "primal"]),
         "primal_solver": Options(PRIMAL_SOLVERS),
         "representation": Options(["approx", "exact"]),
-        "constraint_points": _ConstraintPoints(),
+        "constraint_points": certify.ConstraintPointsOption(),
         "n_landmarks": Interval(numbers.Integral, 1, None, allow_none=True),
         "centers": Options(["auto", "train", "landmarks"]),
         "fit_intercept": Bool(),
         "concave": Bool(),
-        "tol": Interval(numbers.Real, 0.0, None, closed="neither"),
-        "max_iter": Interval(numbers.Integral, 1, None),
-        "warm_start": Bool(),
-        "random_state": RandomState(),
-        "verbose": Verbose(),
+        **ITERATIVE_OPTIONS,
         # the registered losses with Loss.convex_regression (see "Other losses")
         "loss": _LossOptions(parameters=("delta", "quantile"), convex_regression=True),
         "delta": Interval(numbers.Real, 0.0, None, closed="neither", allow_none=True),
@@ -361,100 +279,23 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         self.centers = centers
         self.fit_intercept = fit_intercept
         self.concave = concave
+        self.loss = loss
+        self.delta = delta
+        self.quantile = quantile
         self.tol = tol
         self.max_iter = max_iter
         self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
-        self.loss = loss
-        self.delta = delta
-        self.quantile = quantile
 
     def _sign(self):
         return -1.0 if self.concave else 1.0
 
-    # ---- standardized units -----------------------------------------------------------------
-    def _set_scaling(self, kernel, X, y, w=None):
-        """x_offset_, x_scale_, y_offset_, y_scale_ of the standardized problem.
-
-        u = (x - x_offset_) / x_scale_ with x_scale_ = the bandwidth sigma (the kernel has
-        bandwidth 1 in u) and t = s (y - y_offset_) / y_scale_ (s = -1 when concave), with
-        y_offset_ = mean(y) (0 without intercept) and y_scale_ the standard deviation of y
-        (its root mean square without intercept; 1 when y is constant).  Computed on y /
-        max|y| and scaled back: no overflow for |y| up to the float range.  With sample
-        weights, the weighted mean and standard deviation (those of the duplicated rows for
-        integer weights).
-        """
-        self.x_offset_ = X.mean(axis=0) if w is None else (w / np.sum(w)) @ X
-        self.x_scale_ = float(kernel.sigma)
-        a = float(np.max(np.abs(y)))
-        if a == 0.0:
-            self.y_offset_, self.y_scale_ = 0.0, 1.0
-            return
-        self.y_offset_, sd = scaled_mean_std(y, center=self.fit_intercept, weights=w)
-        self.y_scale_ = sd if sd > 0 else a
-
-    def _standardize(self, kernel, X, Z, y):
-        """(U, Zu, t, kernel_u): inputs, constraint points, signed target and unit-bandwidth
-        kernel in standardized units (see _set_scaling)."""
-        U = (X - self.x_offset_) / self.x_scale_
-        Zu = (Z - self.x_offset_) / self.x_scale_
-        t = self._sign() * ((y - self.y_offset_) / self.y_scale_)
-        kernel_u = copy.copy(kernel)
-        kernel_u.sigma = 1.0
-        return U, Zu, t, kernel_u
-
-    def _unscale(self, alpha, beta, B):
-        """Map the standardized solution (alpha, beta, B) back to the user's units.
-
-        With f(x) = s y_offset_ + y_scale_ g((x - x_offset_) / x_scale_): alpha and the
-        kernel part scale by y_scale_, the affine coefficients become
-        w = y_scale_ w_u / x_scale_, c = s y_offset_ + y_scale_ c_u - w^T x_offset_, and
-        Hess f = y_scale_ / x_scale_^2 Hess g, hence B = y_scale_ / x_scale_^2 B_u (the
-        features Psi depend on kernel values only, the same in both units).
-        """
-        sy, sx = self.y_scale_, self.x_scale_
-        alpha = sy * alpha
-        B = (sy / sx) / sx * B
-        if self.fit_intercept:
-            w = (sy / sx) * np.asarray(beta[1:], dtype=np.float64)
-            c = self._sign() * self.y_offset_ + sy * float(beta[0]) - float(w @ self.x_offset_)
-            beta = np.concatenate([[c], w])
-        return alpha, beta, B
-
+    # ---- the fit ----------------------------------------------------------------------------
     def _constraint_points(self, X, kernel=None, box=None):
         """The constraint points (see the parameter); ``box = (lo, hi)``: the data's
         bounding box when X is only a sample of the rows (out-of-core fits)."""
-        cp_ = self.constraint_points
-        if cp_ is None:
-            # chosen among the distinct rows (first occurrences, in order): duplicated rows
-            # (integer sample weights) do not change the choice
-            if kernel is None:
-                kernel = resolve_kernel(self.kernel, self.sigma, X)
-            X = first_unique_rows(X)
-            m_auto = auto_constraint_budget(X.shape[0], X.shape[1], self.n_landmarks)
-            cand = X
-            p = X.shape[1]
-            if X.shape[0] >= m_auto and 2**p <= AUTO_CORNER_FRACTION * m_auto:
-                lo, hi = (X.min(axis=0), X.max(axis=0)) if box is None else box
-                bits = (np.arange(2**p)[:, None] >> np.arange(p)) & 1
-                corners = np.unique(np.where(bits == 1, hi, lo), axis=0)
-                new = ~(corners[:, None, :] == X[None, :, :]).all(axis=2).any(axis=1)
-                cand = np.vstack([X, corners[new]])
-            idx = _greedy_pivots(kernel, cand, min(cand.shape[0], m_auto),
-                                 check_random_state(self.random_state), rtol=AUTO_PIVOT_RTOL)
-            return X if len(idx) == cand.shape[0] == X.shape[0] else cand[idx]
-        if isinstance(cp_, str) and cp_ == "train":
-            return X
-        if isinstance(cp_, numbers.Integral):
-            lo, hi = (X.min(axis=0), X.max(axis=0)) if box is None else box
-            return sobol_points(lo, hi, cp_, self.random_state)
-        Z = check_array_2d(cp_, "constraint_points")
-        if Z.shape[1] != X.shape[1]:
-            raise ValueError(
-                f"constraint_points must have {X.shape[1]} columns (n_features), got {Z.shape[1]}"
-            )
-        return Z
+        return certify.constraint_points(self, X, kernel, box, AUTO_CORNER_FRACTION)
 
     def fit(self, X: ArrayLike, y: ArrayLike,
             sample_weight: ArrayLike | None = None) -> ConvexRegressor:
@@ -477,70 +318,10 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         """
         validate_params(self)
         if is_dask_array(X) or is_dask_array(y):
-            return self._fit_dask(X, y, sample_weight)
-        y_kind = getattr(np.asarray(y) if y is not None else None, "dtype", None)
-        if y_kind is not None and y_kind.kind in "USVM":
-            raise ValueError(f"y must be numeric (real targets), got dtype {y_kind}")
-        X, y = validate_data(self, X, y, reset=True, dtype=np.float64, ensure_min_samples=2,
-                             y_numeric=True)
-        X, y, w = check_sample_weight(sample_weight, X, y)
-        if X.shape[0] < 2:
-            raise ValueError(
-                f"sample_weight leaves {X.shape[0]} sample of positive weight; at least 2 "
-                "are required"
-            )
-        kernel = resolve_kernel(self.kernel, self.sigma, X, w)
-        self._check_kernel_and_regularization(kernel)
-        Z = self._constraint_points(X, kernel)
-        self._set_scaling(kernel, X, y, w)
-        self.x_box_ = np.vstack([X.min(axis=0), X.max(axis=0)])
-        features = self._features(kernel, Z)
-        Phi = features.transform(Z)  # kernel values only: the same in standardized units
-        # the problem is solved in standardized units (see _set_scaling), mapped back after
-        U, Zu, t, kernel_u = self._standardize(kernel, X, Z, y)
-        return self._fit_standardized(kernel, kernel_u, features, X, U, t, Z, Zu, Phi, w)
-
-    def _check_kernel_and_regularization(self, kernel):
-        if kernel.differentiability < 2:
-            raise ValueError(
-                f"kernel {kernel.name!r} is not twice differentiable; convex regression needs "
-                "Hessians: use 'gaussian', 'matern32' or 'matern52'"
-            )
-        if self.lam1 == 0 and self.lam2 == 0:
-            # B unregularized: only H(f) in A(S_+) matters, so B is any point of
-            # {B >= 0 : A(B) = H(f)} (not unique, unbounded without a spanning set of
-            # features), and the infimum need not be attained when A(S_+) is not closed;
-            # Theorem 2 and the deficit bound of Corollary 7 (through Tr B) need the
-            # regularizer
-            raise ValueError(
-                "lam1 = lam2 = 0 is ill-posed: B is then not determined and the infimum of "
-                "eq. (28) need not be attained (Theorem 2 needs lam1 > 0 or lam2 > 0); set "
-                "lam1 > 0 (trace) or lam2 > 0 (Frobenius)"
-            )
-        if self.solver == "dual" and self.lam2 == 0:
-            raise ValueError("lam2 = 0 is not supported by solver='dual'; use solver='primal'")
-        if self.solver == "dual" and self.rho == 0:
-            raise ValueError("rho = 0 is not supported by solver='dual'; use solver='primal'")
-
-    def _features(self, kernel, Z):
-        """SoS features of the constraint points: exact, or Nystrom of rank n_landmarks."""
-        rank = self.n_landmarks
-        if self.constraint_points is None and rank is not None and rank >= Z.shape[0]:
-            rank = None  # the default chose fewer points than the rank: exact on them
-        if rank is None:
-            features = ExactFeatures(kernel).fit(Z)
-        else:
-            if rank > Z.shape[0]:
-                raise ValueError(
-                    f"n_landmarks must be <= the number of constraint points {Z.shape[0]}, "
-                    f"got {rank}"
-                )
-            features = NystromFeatures(kernel, n_landmarks=rank,
-                                       random_state=self.random_state).fit(Z)
-        return features
-
-    def _fit_standardized(self, kernel, kernel_u, features, X, U, t, Z, Zu, Phi, w):
-        n = X.shape[0]
+            plan, kernel, features, Z = fit_paths.dask_plan(self, X, y, sample_weight)
+            return self._fit_plan(plan, kernel, features, Z)
+        data = fit_paths.prepare(self, X, y, sample_weight)
+        n = data.X.shape[0]
         if self._loss_object() is not None and self.representation != "approx":
             raise ValueError(f"loss={self.loss!r} is implemented for representation='approx' "
                              "only; use representation='approx' or loss='squared'")
@@ -551,24 +332,18 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
                     f"{n} samples and centers={self.centers!r} use representation='approx' "
                     "(f in the span of the landmarks) or centers='train'"
                 )
-            return self._fit_exact(kernel_u, features, X, U, t, Z, Zu, Phi, w)
-        if self._expands_on_landmarks(n):
-            return self._fit_landmarks(kernel, kernel_u, features, X, U, t, Z, Zu, Phi, w)
-        if n > MAX_TRAIN_CENTERS:
+            plan = fit_paths.exact_plan(self, data)
+        elif self._expands_on_landmarks(n):
+            plan = fit_paths.landmark_plan(self, data)
+        elif n > MAX_TRAIN_CENTERS:
             raise ValueError(
                 f"centers='train' with {n} samples needs n x n kernel matrices "
                 f"({8 * n * n / 2**30:.1f} GiB each); set n_landmarks (e.g. 50) with "
                 "centers='auto' or 'landmarks' (f in the span of the landmarks, O(n r) memory)"
             )
-        K = kernel_u(U, U)
-        Hk = kernel_u.hessian(Zu, U)
-        E = np.hstack([np.ones((n, 1)), U]) if self.fit_intercept else None
-        if self._loss_object() is not None:
-            return self._fit_loss(kernel, features, X, Z, K, Hk, Phi, t, E, w)
-        problem = ConvexRegressionProblem(K, Hk, Phi, t, E, self.rho, self.lam1, self.lam2,
-                                          sample_weight=w)
-        alpha, beta, B = self._solve(problem, Z, ("alpha", "beta"))
-        return self._finish_fit(problem, kernel, features, X, Z, alpha, beta, B)
+        else:
+            plan = fit_paths.train_plan(self, data)
+        return self._fit_plan(plan, data.kernel, data.features, data.Z)
 
     def _expands_on_landmarks(self, n):
         """Whether f expands on the features' anchor points (``centers``)."""
@@ -578,111 +353,12 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
             return False
         return self.n_landmarks is not None and n > AUTO_TRAIN_CENTERS
 
-    def _fit_dask(self, X, y, sample_weight):
-        """Out-of-core fit on dask arrays (module psdsos.estimators._dask): statistics in
-        two passes, constraint points among a seeded sample of the rows and the box corners,
-        the data term accumulated block by block; then the landmark model as in memory."""
-        from psdsos.estimators._dask import (
-            CANDIDATE_ROWS,
-            dask_compress,
-            dask_sample_rows,
-            dask_statistics,
-        )
-        from psdsos.features import cholesky_with_jitter
-
-        for bad, why in ((sample_weight is not None, "sample_weight"),
-                         (self.n_landmarks is None, "n_landmarks=None"),
-                         (self.centers == "train", "centers='train'"),
-                         (isinstance(self.constraint_points, str), "constraint_points='train'"),
-                         (self.representation != "approx", "representation='exact'"),
-                         (self.loss != "squared", f"loss={self.loss!r}")):
-            if bad:
-                raise ValueError(
-                    f"{why} is not available with dask arrays: out-of-core fits use the "
-                    "landmark model (n_landmarks set, centers 'auto' or 'landmarks', the "
-                    "squared loss, representation='approx'); compute the arrays to fit in "
-                    "memory")
-        X, y, st = dask_statistics(X, y)
-        n, p = st["n"], st["p"]
-        if n < 2:
-            raise ValueError(f"at least 2 samples are required, got {n}")
-        if isinstance(self.sigma, str):
-            if not st["x_var"] > 0:
-                raise ValueError("sigma='scale' needs X with a positive variance")
-            sigma = float(np.sqrt(p * st["x_var"] / 2.0))
-        else:
-            sigma = self.sigma
-        kernel = resolve_kernel(self.kernel, sigma, None)
-        self._check_kernel_and_regularization(kernel)
-        box = (st["lo"], st["hi"])
-        seed = check_random_state(self.random_state).integers(2**32)
-        sample = dask_sample_rows(X, CANDIDATE_ROWS, seed)
-        Z = self._constraint_points(sample, kernel, box=box)
-        # standardized units as _set_scaling computes them in memory
-        self.x_offset_ = st["x_mean"]
-        self.x_scale_ = float(kernel.sigma)
-        if st["y_absmax"] == 0.0:
-            self.y_offset_, self.y_scale_ = 0.0, 1.0
-        else:
-            sd = st["y_std"] if self.fit_intercept else st["y_rms"]
-            self.y_offset_ = st["y_mean"] if self.fit_intercept else 0.0
-            self.y_scale_ = sd if sd > 0 else st["y_absmax"]
-        self.x_box_ = np.vstack(box)
-        self.n_features_in_ = p
-        features = self._features(kernel, Z)
-        Phi = features.transform(Z)
-        kernel_u = copy.copy(kernel)
-        kernel_u.sigma = 1.0
-        Zu = (Z - self.x_offset_) / self.x_scale_
-        Cu = Zu
-        Hk = kernel_u.hessian(Zu, Cu)
-        R, jitter = cholesky_with_jitter(kernel_u(Cu, Cu))
-        T = dask_compress(kernel_u, X, y, Cu, R, self.fit_intercept, self.x_offset_,
-                          self.x_scale_, self.y_offset_, self.y_scale_, self._sign())
-        # sums of squares of t = s (y - y_offset) / y_scale
-        css = st["y_css"] / self.y_scale_**2
-        ss = css if self.fit_intercept else st["y_ss"] / self.y_scale_**2
-        problem = ConvexRegressionNystromProblem(
-            kernel_u, None, Cu, Hk, Phi, None, self.fit_intercept, self.rho, self.lam1,
-            self.lam2, jitter=jitter, compressed=(T, n, (css, ss)))
-        return self._finish_landmarks(problem, kernel, features, Z, Z)
-
-    def _fit_landmarks(self, kernel, kernel_u, features, X, U, t, Z, Zu, Phi, w):
-        """centers="landmarks": f in the span of the constraint points (the features'
-        landmarks with constraint_points="train"), data compressed by row chunks
-        (ConvexRegressionNystromProblem): no n x n array, O(n r) memory.  The constraint
-        points were measured better centres than the r feature landmarks alone (held-out
-        error and objective, d = 2 and 5), at the same O(n r) memory."""
-        # the constraint points (greedy pivots of the data by default, 2 r of them), or with
-        # constraint_points="train" the features' landmarks
-        cp_ = self.constraint_points
-        C = features.anchors_ if isinstance(cp_, str) and cp_ == "train" else Z
-        Cu = (C - self.x_offset_) / self.x_scale_
-        Hk = kernel_u.hessian(Zu, Cu)
-        if self._loss_object() is not None:
-            # general losses keep the n x q fit matrix (their dual has one variable per sample)
-            n = X.shape[0]
-            E = np.hstack([np.ones((n, 1)), U]) if self.fit_intercept else None
-            lm = (kernel_u, U, Cu)
-            return self._fit_loss(kernel, features, C, Z, kernel_u(Cu, Cu), Hk, Phi, t, E, w,
-                                  landmarks=lm)
-        problem = ConvexRegressionNystromProblem(kernel_u, U, Cu, Hk, Phi, t,
-                                                 self.fit_intercept, self.rho, self.lam1,
-                                                 self.lam2, sample_weight=w)
-        return self._finish_landmarks(problem, kernel, features, C, Z)
-
-    def _finish_landmarks(self, problem, kernel, features, C, Z):
-        alpha, beta, B = self._solve(problem, Z, ("alpha", "beta"))
-        return self._finish_fit(problem, kernel, features, C, Z, alpha, beta, B)
-
-    def _finish_fit(self, problem, kernel, features, X, Z, alpha, beta, B):
-        """The fitted attributes of the approximate representation (X: the expansion
-        points), its objective, residual and convexity certificate."""
-        self.__dict__.pop("gamma_", None)  # no stale exact-representation coefficients
-        self._set_fitted(kernel, features, X, Z, *self._unscale(alpha, beta, B))
-        self.objective_ = float(problem.objective(alpha, beta, B))
-        self.constraint_residual_ = float(problem.constraint_residual(alpha, B))
-        self._certify_convexity()
+    def _fit_plan(self, plan, kernel, features, Z):
+        """Solve the plan's problem (fit_paths.solve_plan), set the fitted attributes and
+        certify convexity between the constraint points."""
+        *coefs, B = fit_paths.solve_plan(self, plan, Z)
+        fit_paths.set_fitted(self, plan, kernel, features, Z, coefs, B)
+        certify.certify_convexity(self)
         return self
 
     # ---- other losses -------------------------------------------------------------------------
@@ -709,33 +385,6 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
                                  "residuals (Loss.reflected returns None): concave=True needs it")
             loss = reflected
         return loss
-
-    def _fit_loss(self, kernel, features, X, Z, K, Hk, Phi, t, E, w, landmarks=None):
-        """loss != "squared": the dual with the extra variables u (warm started by weighted
-        least squares) or the CVXPY primal, both certified; see "Other losses".  X: the
-        expansion points (the landmarks with ``landmarks = (kernel_u, U, Cu)``, K then
-        their kernel matrix)."""
-        loss = self._loss_object()
-        F = None if landmarks is None else landmarks[0](landmarks[1], landmarks[2])
-        problem = ConvexRegressionLossProblem(K, Hk, Phi, t, E, self.rho, self.lam1,
-                                              self.lam2, loss, sample_weight=w, F=F)
-        if self.solver == "dual":
-            init = self._irls_start(problem, K, Hk, Phi, t, E, landmarks)
-            res = solve_dual_loss(problem, tol=self.tol, max_iter=self.max_iter, init=init,
-                                  verbose=self.verbose)
-            alpha, beta, B = res.alpha, res.beta, res.B
-            self.dual_coef_ = res.G
-            self.dual_gap_ = float(res.dual_gap)
-            n_iter = res.n_iter + self._irls_iter
-        else:
-            res = solve_primal(problem, solver=self.primal_solver.upper(), tol=self.tol,
-                               max_iter=self.max_iter, verbose=bool(self.verbose))
-            alpha, beta, B = res.extras["alpha"], res.extras["beta"], res.B
-            self.__dict__.pop("dual_coef_", None)
-            self.dual_gap_ = float(res.dual_gap)
-            n_iter = res.n_iter
-        self.n_iter_ = int(n_iter)
-        return self._finish_fit(problem, kernel, features, X, Z, alpha, beta, B)
 
     def _irls_start(self, problem, K, Hk, Phi, t, E, landmarks=None):
         """A starting point (u, Gamma) for the dual of a general loss: iteratively
@@ -789,108 +438,9 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
                 z_old = z
         return problem.initial_point(G, alpha, beta)
 
-    def _certify_convexity(self):
-        """Set convexity_deficit_ (relative, at the default Sobol points) and warn beyond
-        RELATIVE_DEFICIT_TOL."""
-        self.convexity_deficit_ = float(self.convexity_deficit(relative=True))
-        if self.convexity_deficit_ > RELATIVE_DEFICIT_TOL:
-            kind = "concave" if self.concave else "convex"
-            warnings.warn(
-                f"the fitted function is not {kind}: the smallest Hessian eigenvalue "
-                f"reaches -{self.convexity_deficit_:.3g} times the curvature scale at "
-                f"{DEFICIT_POINTS} Sobol points of the data's bounding box (tolerance "
-                f"{RELATIVE_DEFICIT_TOL:g}; convexity_deficit_).  The Hessian constraint "
-                f"holds at the {self.constraint_points_.shape[0]} constraint points only: "
-                f"use a larger sigma (now {self.kernel_.sigma:.4g}; the fit is smoother), "
-                "more constraint_points (an int: Sobol points of the box), or "
-                "predict_convexified()",
-                NonConvexFitWarning, stacklevel=caller_stacklevel(),
-            )
-
-    def _solve(self, problem, Z, keys):
-        """Run the dual or the primal on ``problem``; return (*coefficients, B) with the
-        coefficients named by ``keys`` (as ``problem.recover`` orders them); sets
-        dual_coef_, dual_gap_ and n_iter_."""
-        p = Z.shape[1]
-        if self.solver == "dual":
-            init = None
-            if (self.warm_start and getattr(self, "dual_coef_", None) is not None
-                    and self.dual_coef_.shape == (Z.shape[0], p, p)):
-                init = self.dual_coef_
-            res = solve_dual(problem, tol=self.tol, max_iter=self.max_iter, init=init,
-                             verbose=self.verbose)
-            coefs = problem.recover(res.G)
-            B = res.B
-            self.dual_coef_ = res.G
-            self.dual_gap_ = float(res.dual_gap)
-        else:
-            res = solve_primal(problem, solver=self.primal_solver.upper(), tol=self.tol,
-                               max_iter=self.max_iter, verbose=bool(self.verbose))
-            # certified in solve_primal (relative duality gap at the solver's multipliers,
-            # relative Hessian residual; InaccurateSolutionWarning beyond tol); B projected
-            coefs = tuple(res.extras[k] for k in keys)
-            B = res.B
-            self.__dict__.pop("dual_coef_", None)  # no stale dual variable from a dual fit
-            self.dual_gap_ = float(res.dual_gap)
-        self.n_iter_ = int(res.n_iter)
-        return (*coefs, B)
-
-    def _set_fitted(self, kernel, features, X, Z, alpha, beta, B):
-        self.kernel_ = kernel
-        self.features_ = features
-        self.X_fit_ = X
-        self.constraint_points_ = Z
-        self.alpha_ = alpha
-        self.B_ = B
-        if self.fit_intercept:
-            self.intercept_ = float(beta[0])
-            self.coef_ = np.asarray(beta[1:], dtype=np.float64)
-        else:
-            self.intercept_ = 0.0
-            self.coef_ = np.zeros(X.shape[1])
-
-    def _fit_exact(self, kernel_u, features, X, U, t, Z, Zu, Phi, w=None):
-        """representation="exact": eq. (37) in the primal or its dual (Proposition 17), in
-        standardized units (kernel_u, U, t, Zu), mapped back to the user's."""
-        if kernel_u.differentiability < 4:
-            raise ValueError(
-                f"kernel {kernel_u.name!r} is not four times differentiable; "
-                "representation='exact' needs fourth-order kernel derivatives (eq. 37): use "
-                "'gaussian' or 'matern52', or representation='approx'"
-            )
-        n = X.shape[0]
-        E = np.hstack([np.ones((n, 1)), U]) if self.fit_intercept else None
-        problem = ConvexRegressionExactProblem(kernel_u, U, Zu, Phi, t, E,
-                                               self.rho, self.lam1, self.lam2,
-                                               sample_weight=w)
-        alpha, gamma, beta, B = self._solve(problem, Z, ("alpha", "gamma", "beta"))
-        self._set_fitted(features.kernel_, features, X, Z, *self._unscale(alpha, beta, B))
-        # d_pq k in standardized units = s_x^2 d_pq k in the user's: gamma scales by s_y s_x^2
-        self.gamma_ = gamma * (self.y_scale_ * self.x_scale_**2)
-        self.objective_ = float(problem.objective(alpha, gamma, beta, B))
-        self.constraint_residual_ = float(problem.constraint_residual(alpha, gamma, B))
-        self._certify_convexity()
-        return self
-
     # ---- the fitted function ----------------------------------------------------------------
     def _check_X(self, X: ArrayLike) -> np.ndarray:
-        check_is_fitted(self, "alpha_")
-        return validate_data(self, X, reset=False, dtype=np.float64)
-
-    def _exact_args(self, X):
-        """Arguments of psdsos.sos.exact_* when fitted with representation="exact", else None.
-
-        In standardized units (unit bandwidth: the fourth derivatives ~ sigma^-4 of the
-        user's units would overflow for tiny sigma); the k-th derivative of the kernel part
-        in the user's units is y_scale_ / x_scale_^k times theirs.
-        """
-        if getattr(self, "gamma_", None) is None:
-            return None
-        off, sx, sy = self.x_offset_, self.x_scale_, self.y_scale_
-        kernel_u = copy.copy(self.kernel_)
-        kernel_u.sigma = 1.0
-        return (kernel_u, (self.X_fit_ - off) / sx, (self.constraint_points_ - off) / sx,
-                self.alpha_ / sy, self.gamma_ / (sy * sx * sx), (X - off) / sx)
+        return fitted_input(self, X, "alpha_")
 
     def predict(self, X: ArrayLike) -> FloatArray:
         """f(x) = c + w^T x + sum_i alpha_i k(x, x_i) (negated when concave).
@@ -898,7 +448,7 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         With representation="exact", plus sum_j sum_pq gamma_j[p, q] d_pq k(z_j, x) (eq. 21).
         """
         X = self._check_X(X)
-        args = self._exact_args(X)
+        args = fit_paths.exact_arguments(self, X)
         if args is not None:
             return self._sign() * (self.intercept_ + X @ self.coef_
                                    + self.y_scale_ * exact_value(*args))
@@ -908,7 +458,7 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     def gradient(self, X: ArrayLike) -> FloatArray:
         """Gradient of f, shape (m, n_features)."""
         X = self._check_X(X)
-        args = self._exact_args(X)
+        args = fit_paths.exact_arguments(self, X)
         if args is not None:
             g = (self.y_scale_ / self.x_scale_) * exact_gradient(*args)
             return self._sign() * (self.coef_ + g)
@@ -919,36 +469,15 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     def hessian(self, X: ArrayLike) -> FloatArray:
         """Hessian of f, shape (m, n_features, n_features)."""
         X = self._check_X(X)
-        args = self._exact_args(X)
+        args = fit_paths.exact_arguments(self, X)
         if args is not None:
             return self._sign() * ((self.y_scale_ / self.x_scale_) / self.x_scale_
                                    * exact_hessian(*args))
         return self._sign() * self.kernel_.hessian_sum(X, self.X_fit_, self.alpha_)
 
     def _box_array(self):
-        lo, hi = self._box()
+        lo, hi = certify.fitted_box(self)
         return np.vstack([lo, hi])
-
-    def _box(self):
-        """The training data's bounding box (x_box_; the expansion points' in model files
-        saved before it existed, where they were the training points)."""
-        box = getattr(self, "x_box_", None)
-        if box is None:
-            return self.X_fit_.min(axis=0), self.X_fit_.max(axis=0)
-        return box[0], box[1]
-
-    def _evaluation_points(self, X, n_points, random_state):
-        """The rows of X (validated), or n_points scrambled Sobol points in the training
-        bounding box (seeded)."""
-        check_is_fitted(self, "alpha_")
-        if X is not None:
-            return X
-        if (isinstance(n_points, bool) or not isinstance(n_points, numbers.Integral)
-                or n_points < 1):
-            raise ValueError(f"n_points must be an integer >= 1, got {n_points!r}")
-        lo, hi = self._box()
-        return sobol_points(lo, hi, int(n_points),
-                            random_state)
 
     def convexity_deficit(self, X: ArrayLike | None = None, *, n_points: int = DEFICIT_POINTS,
                           random_state: int = 0, relative: bool = False) -> float:
@@ -982,15 +511,9 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         -------
         float
         """
-        Xe = self._evaluation_points(X, n_points, random_state)
-        H = self._sign() * self.hessian(Xe)
-        eig = np.linalg.eigvalsh(H)
-        eta = max(0.0, -float(eig[:, 0].min()))
-        if not relative:
-            return eta
-        kappa = max(float(np.mean(np.abs(eig).max(axis=1))),
-                    CURVATURE_FLOOR * self.y_scale_ / self.x_scale_**2)
-        return eta / kappa if kappa > 0 else 0.0
+        eig = certify.hessian_eigenvalues(self, X, n_points, random_state, sign=self._sign())
+        floor = certify.CURVATURE_FLOOR * self.y_scale_ / self.x_scale_**2
+        return certify.deficit(eig, relative, floor)
 
     def curvature_scale(self, X: ArrayLike | None = None, *, n_points: int = DEFICIT_POINTS,
                         random_state: int = 0) -> float:
@@ -1012,8 +535,7 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         -------
         float
         """
-        Xe = self._evaluation_points(X, n_points, random_state)
-        eig = np.linalg.eigvalsh(self.hessian(Xe))
+        eig = certify.hessian_eigenvalues(self, X, n_points, random_state)
         return float(np.mean(np.abs(eig).max(axis=1)))
 
     def predict_convexified(self, X: ArrayLike, eta: float | None = None) -> FloatArray:

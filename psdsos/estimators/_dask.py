@@ -100,7 +100,7 @@ def dask_compress(kernel, X, y, C, R, fit_intercept, offset, scale, t_offset, t_
     combined by one QR of the stacked block factors."""
     import dask
 
-    from psdsos.sos._objectives import combine_blocks, compress_block
+    from psdsos.sos._compress import combine_blocks, compress_block
 
     q = C.shape[0]
     s = (X.shape[1] + 1 if fit_intercept else 0) + q + 1

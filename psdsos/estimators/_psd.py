@@ -9,9 +9,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import UndefinedMetricWarning
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted
+from sklearn.utils.validation import _check_sample_weight
 
-from psdsos._params import Bool, Interval, Options, RandomState, Verbose, validate_params
+from psdsos._params import Interval, Options, validate_params
 from psdsos._persistence import SavedEstimator, SavedScalar, register_loadable
 from psdsos._validation import (
     FloatArray,
@@ -21,6 +21,7 @@ from psdsos._validation import (
     validate_data,
 )
 from psdsos.estimators._base import KERNEL_OPTIONS, Bandwidth, _LossOptions, resolve_kernel
+from psdsos.estimators._common import ITERATIVE_OPTIONS, check_regularization, fitted_input
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.kernels import Kernel
@@ -179,11 +180,7 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         "primal_solver": Options(PRIMAL_SOLVERS),
         "n_landmarks": Interval(numbers.Integral, 1, None, allow_none=True),
         "landmarks": Options(["uniform", "greedy"]),
-        "tol": Interval(numbers.Real, 0.0, None, closed="neither"),
-        "max_iter": Interval(numbers.Integral, 1, None),
-        "warm_start": Bool(),
-        "random_state": RandomState(),
-        "verbose": Verbose(),
+        **ITERATIVE_OPTIONS,
         "loss": _LossOptions(parameters=("delta",), types=(Loss,)),
         "delta": Interval(numbers.Real, 0.0, None, closed="neither", allow_none=True),
         "huber_method": Options(["prox", "irls"]),
@@ -270,20 +267,12 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         n = X.shape[0]
         # equal weights: the unweighted problem itself (scaling changes nothing)
         weights = None if w is None or np.all(w == w[0]) else w
-        if self.lam1 == 0 and self.lam2 == 0:
-            # J(B) is then bounded below but its infimum is in general not attained (PSD
-            # paper, Theorem 2 needs lam1 > 0 or lam2 > 0): minimizing sequences have
-            # ||B|| -> infinity and any solver returns an arbitrary point of the sequence
-            raise ValueError(
-                "lam1 = lam2 = 0 is ill-posed: the infimum of eq. (11) is in general not "
-                "attained (Theorem 2 needs lam1 > 0 or lam2 > 0); set lam1 > 0 (trace) or "
-                "lam2 > 0 (Frobenius)"
-            )
-        if self.solver == "dual" and self.lam2 == 0:
-            raise ValueError(
-                "lam2 = 0 is not supported by solver='dual' (the dual of eq. 12 needs lam2 > 0); "
-                "use solver='primal', which handles lam2 = 0 with lam1 >= 0"
-            )
+        # lam1 = lam2 = 0: J(B) is bounded below but its infimum is in general not attained
+        # (PSD paper, Theorem 2): minimizing sequences have ||B|| -> infinity and any solver
+        # returns an arbitrary point of the sequence
+        check_regularization(self, "the infimum of eq. (11) is in general not attained",
+                             " (the dual of eq. 12 needs lam2 > 0)",
+                             ", which handles lam2 = 0 with lam1 >= 0")
         # sigma="scale" with weights: the bandwidth of the data set with rows repeated w_i times
         kernel = resolve_kernel(self.kernel, self.sigma, X, weights)
         features: ExactFeatures | NystromFeatures
@@ -375,8 +364,7 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         -------
         ndarray of shape (m, d, d), symmetric PSD (shape (m,) after a fit on 1-D targets)
         """
-        check_is_fitted(self, "model_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = fitted_input(self, X, "model_")
         F = self.model_(X)
         return F[:, 0, 0] if self._scalar_targets else F
 
@@ -391,8 +379,7 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         with :math:`M_i` the target matrices ``y[i]``, so that GridSearchCV's default
         scoring works with 3-D targets.
         """
-        check_is_fitted(self, "model_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = fitted_input(self, X, "model_")
         M, _ = self._validate_targets(y, X.shape[0])
         if M.shape[1] != self.n_outputs_:
             raise ValueError(

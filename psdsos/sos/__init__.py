@@ -6,6 +6,7 @@ from psdsos.sos._convex_exact import (
     exact_hessian,
     exact_value,
 )
+from psdsos.sos._convex_problem import ConvexRegressionNystromProblem, ConvexRegressionProblem
 from psdsos.sos._maps import (
     hadamard_square_factor,
     sos_adjoint,
@@ -13,13 +14,9 @@ from psdsos.sos._maps import (
     sos_operator_norm_sq,
 )
 from psdsos.sos._model import PSDModel, load_npz, project_psd, save_npz
-from psdsos.sos._objectives import (
-    ConvexRegressionNystromProblem,
-    ConvexRegressionProblem,
-    PSDLeastSquares,
-)
 from psdsos.sos._primitive import SoSBlock, sos_constraints
 from psdsos.sos._psd_losses import PSDLossProblem
+from psdsos.sos._psd_problem import PSDLeastSquares
 
 __all__ = [
     "PSDModel",

@@ -27,16 +27,16 @@ import numpy as np
 import scipy.linalg as sla
 
 from psdsos.kernels import Kernel
-from psdsos.sos._maps import sos_evaluate
-from psdsos.sos._objectives import (
-    _IsometricPrimal,
+from psdsos.sos._certify import _IsometricPrimal
+from psdsos.sos._compress import row_scales
+from psdsos.sos._convex_base import _ConvexRegressionBase
+from psdsos.sos._convex_problem import dual_floors
+from psdsos.sos._isometric import (
     _set_weights,
     coefficients,
     convex_regression_cvxpy,
-    dual_floors,
     isometric_basis,
     quadratic_form,
-    row_scales,
 )
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ def exact_hessian(kernel: Kernel, X_fit: np.ndarray, Z: np.ndarray, alpha: np.nd
     return 0.5 * (out + out.transpose(0, 2, 1))
 
 
-class ConvexRegressionExactProblem(_IsometricPrimal):
+class ConvexRegressionExactProblem(_IsometricPrimal, _ConvexRegressionBase):
     r"""Convex regression with the exact Hessian representation (PSD paper, eq. 37).
 
     .. math::
@@ -265,7 +265,7 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
     True
     """
 
-    coupled = True
+    _DUAL_NEEDS_RHO = "the dual of the exact representation (Proposition 17 divides by rho)"
 
     def __init__(self, kernel: Kernel, X: np.ndarray, Z: np.ndarray, Phi: np.ndarray,
                  y: np.ndarray, E: np.ndarray | None, rho: float, lam1: float, lam2: float, *,
@@ -344,12 +344,6 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
         H[:, self.ju, self.iu] = packed
         return H
 
-    def _rows(self, A):
-        """S A (rows times the square roots of the normalized weights; S = I without)."""
-        if self.sw is None:
-            return A
-        return self.sw * A if A.ndim == 1 else self.sw[:, None] * A
-
     def _affine(self, fX):
         if self.E is None:
             return np.zeros(0)
@@ -390,10 +384,7 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
                             floor: float = 0.0) -> float:
         """Relative violation ||H(f) - A(B)||_F / max(||H(f)||_F, ||A(B)||_F, floor) of
         eq. (37)."""
-        H = self.hessians(alpha, gamma)
-        F = sos_evaluate(self.Phi, B, self.d)
-        den = max(float(np.linalg.norm(H)), float(np.linalg.norm(F)), floor, 1e-300)
-        return float(np.linalg.norm(H - F)) / den
+        return self._relative_residual(self.hessians(alpha, gamma), B, floor)
 
     def evaluate_primal(self, B: np.ndarray,
                         params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
@@ -439,14 +430,7 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
         return _set_weights(self._cvx, self.rho, self.lam1, self.lam2)
 
     # ---- dual (Proposition 17) -------------------------------------------------------------
-    def _prepare_dual(self):
-        if self._dual_ready:
-            return
-        if not self.rho > 0:
-            raise ValueError(
-                "rho must be > 0 for the dual of the exact representation (Proposition 17 "
-                "divides by rho); use solver='primal' for rho = 0"
-            )
+    def _factor_dual(self):
         n = self.n
         if self.E is None:
             U = np.eye(n)
@@ -464,7 +448,6 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
         self.M_chol = sla.cho_factor(0.5 * (M + M.T), lower=True)
         self.Uy = U.T @ self.y
         self.yP2 = float(self.Uy @ self.Uy) / n
-        self._dual_ready = True
 
     def _point(self, G):
         """(c, a, fX, Hpacked) at the dual point G, cached for the last G."""
@@ -485,7 +468,7 @@ class ConvexRegressionExactProblem(_IsometricPrimal):
 
     def dual_floors(self) -> tuple[float, float]:
         """Absolute floors of the solver's relative gap and residual
-        (:func:`psdsos.sos._objectives.dual_floors`)."""
+        (:func:`psdsos.sos._convex_problem.dual_floors`)."""
         H0 = self.kernel.hessian(self.Z[:1], self.Z[:1])[0, 0]
         return dual_floors(self.y, self.E, float(np.linalg.norm(H0)), self.m)
 

@@ -45,8 +45,8 @@ import scipy.linalg as sla
 from scipy.optimize import linprog
 
 from psdsos.losses import Loss, SquaredLoss
-from psdsos.sos._maps import sos_evaluate
-from psdsos.sos._objectives import DUAL_FLOOR
+from psdsos.sos._convex_base import _ConvexRegressionBase
+from psdsos.sos._convex_problem import DUAL_FLOOR
 
 __all__ = ["ConvexRegressionLossProblem", "loss_weights"]
 
@@ -61,7 +61,7 @@ def loss_weights(n, sample_weight=None):
     return 2.0 * w / float(np.sum(w))
 
 
-class ConvexRegressionLossProblem:
+class ConvexRegressionLossProblem(_ConvexRegressionBase):
     r"""Convex regression with a general loss, approximate representation (module docstring).
 
     Parameters
@@ -82,8 +82,6 @@ class ConvexRegressionLossProblem:
         the fit matrix in the coordinates v = R alpha is F R^{-1} (n x q): O(n q) memory.
     """
 
-    coupled = True
-
     def __init__(self, K, Hk, Phi, y, E, rho, lam1, lam2, loss, *, sample_weight=None,
                  jitter="auto", F=None):
         from psdsos.features import cholesky_with_jitter
@@ -96,12 +94,9 @@ class ConvexRegressionLossProblem:
         self.n = n
         self.c = loss_weights(n, sample_weight)
         self.sample_weight = sample_weight
-        self.Hk = np.asarray(Hk, dtype=np.float64)
-        self.m, _, self.d, _ = self.Hk.shape
-        self.Phi = np.asarray(Phi, dtype=np.float64)
+        self._set_constraints(Hk, Phi, rho, lam1, lam2)
         self.K = np.asarray(K, dtype=np.float64)
         self.E = None if E is None or np.size(E) == 0 else np.asarray(E, dtype=np.float64)
-        self.rho, self.lam1, self.lam2 = float(rho), float(lam1), float(lam2)
         self.R, self.jitter_ = cholesky_with_jitter(self.K, jitter=jitter)
         q = self.K.shape[0]
         # the fitted values are Fv v, v = R alpha: Fv = R^T (K alpha = R^T R alpha) or, with
@@ -282,8 +277,7 @@ class ConvexRegressionLossProblem:
         return alpha, beta, z
 
     def primal_value(self, v, z, B):
-        reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
-        return self.data_term(z) + self.rho * float(v @ v) + reg
+        return self.data_term(z) + self.rho * float(v @ v) + self._regularizer(B)
 
     def hessians(self, alpha):
         return np.einsum("jipq,i->jpq", self.Hk, alpha)
@@ -294,17 +288,13 @@ class ConvexRegressionLossProblem:
 
     def objective(self, alpha, beta, B):
         """The primal objective with the exact kernel matrix (constraints not checked)."""
-        from psdsos.sos._objectives import quadratic_form
+        from psdsos.sos._isometric import quadratic_form
 
         f = self._values(alpha) + (self.E @ beta if self.E is not None else 0.0)
-        reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
-        return self.data_term(f) + self.rho * quadratic_form(self.K, alpha) + reg
+        return self.data_term(f) + self.rho * quadratic_form(self.K, alpha) + self._regularizer(B)
 
     def constraint_residual(self, alpha, B, floor=0.0):
-        H = self.hessians(alpha)
-        F = sos_evaluate(self.Phi, B, self.d)
-        den = max(float(np.linalg.norm(H)), float(np.linalg.norm(F)), floor, 1e-300)
-        return float(np.linalg.norm(H - F)) / den
+        return self._relative_residual(self.hessians(alpha), B, floor)
 
     def dual_floors(self):
         """Floors of the relative gap and residual (as :func:`dual_floors` of eq. 28):
@@ -314,7 +304,7 @@ class ConvexRegressionLossProblem:
         else:
             base = self.data_term(np.zeros(self.n))
         base = max(base, np.finfo(float).eps * self.data_term(np.zeros(self.n)), 1e-300)
-        hs = float(np.sqrt(np.max(np.sum(self.Hk * self.Hk, axis=(2, 3)))))
+        hs = self._hessian_scale()
         return DUAL_FLOOR * base, DUAL_FLOOR * self.m * base * hs**2
 
     def initial_point(self, G0=None, alpha0=None, beta0=None):
@@ -338,7 +328,7 @@ class ConvexRegressionLossProblem:
         that equality are the dual variable u of the module docstring; built once."""
         import cvxpy as cp
 
-        from psdsos.sos._objectives import isometric_basis, orthonormal_design
+        from psdsos.sos._isometric import isometric_basis, orthonormal_design
         from psdsos.sos._primitive import SoSBlock
 
         if getattr(self, "_cvx", None) is None:
@@ -372,7 +362,7 @@ class ConvexRegressionLossProblem:
         return self._cvx
 
     def evaluate_primal(self, B, params):
-        from psdsos.sos._objectives import coefficients
+        from psdsos.sos._isometric import coefficients
 
         alpha, beta = coefficients(params)
         return self.objective(alpha, beta, B), {"alpha": alpha, "beta": beta}
@@ -384,7 +374,7 @@ class ConvexRegressionLossProblem:
         """Gamma from the Hessian constraints' multipliers; u (kept for the certifier) from
         those of z = F u + Q b, brought into the domain with E^T u = 0 (prox with step 0);
         of the two signs conventions the one with the better bound is kept."""
-        from psdsos.sos._objectives import coupling_dual
+        from psdsos.sos._isometric import coupling_dual
 
         G = coupling_dual(params, self.m, self.d)
         lam = params["fitc"].dual_value
@@ -409,7 +399,7 @@ class ConvexRegressionLossProblem:
         return _LossCertifier(self, getattr(self, "_u_cert", None), params["F"], params["Hu"])
 
     def rounding_floor(self):
-        from psdsos.sos._objectives import rounding_floor_of_builder
+        from psdsos.sos._certify import rounding_floor_of_builder
 
         return rounding_floor_of_builder(self)
 
@@ -419,8 +409,7 @@ class ConvexRegressionLossProblem:
         z = params["F"] @ u
         if params["b"] is not None:
             z = z + params["Q"] @ np.asarray(params["b"].value, dtype=np.float64)
-        reg = self.lam1 * float(np.trace(B)) + 0.5 * self.lam2 * float(np.vdot(B, B))
-        return self.data_term(z) + self.rho * float(u @ u) + reg
+        return self.data_term(z) + self.rho * float(u @ u) + self._regularizer(B)
 
 
     @staticmethod

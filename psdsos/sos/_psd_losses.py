@@ -37,8 +37,8 @@ from numpy.typing import ArrayLike
 
 from psdsos.losses import EmpiricalLoss, Loss, SquaredLoss
 from psdsos.sos._maps import sos_evaluate
-from psdsos.sos._objectives import _PSDPrimal
 from psdsos.sos._primitive import SoSBlock
+from psdsos.sos._psd_problem import _PSDPrimal
 
 __all__ = ["PSDLossProblem"]
 
@@ -214,12 +214,7 @@ class PSDLossProblem(_PSDPrimal):
             prob = cp.Problem(cp.Minimize(obj), [define])
             self._cvx = (prob, block.B, {"lam1": lam1, "lam2": lam2, "M": Mp,
                                          "residual": define})
-        prob, B, params = self._cvx
-        iu, ju = np.triu_indices(self.d)
-        params["M"].value = self.M[:, iu, ju]
-        params["lam1"].value = self.lam1
-        params["lam2"].value = self.lam2
-        return prob, B, params
+        return self._with_parameters()
 
 
 class _ScalarView:

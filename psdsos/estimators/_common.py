@@ -1,0 +1,48 @@
+"""Checks shared by the estimators of this subpackage (parameters, fitted inputs)."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+from sklearn.utils.validation import check_is_fitted
+
+from psdsos._validation import validate_data
+from psdsos.estimators._base import Bool, Interval, RandomState, Verbose
+
+__all__: list[str] = []
+
+#: The parameter constraints of an iterative solver's settings (``tol``, ``max_iter``,
+#: ``warm_start``, ``random_state``, ``verbose``), as in PSDRegressor and ConvexRegressor.
+ITERATIVE_OPTIONS: dict[str, Any] = {
+    "tol": Interval(numbers.Real, 0.0, None, closed="neither"),
+    "max_iter": Interval(numbers.Integral, 1, None),
+    "warm_start": Bool(),
+    "random_state": RandomState(),
+    "verbose": Verbose(),
+}
+
+
+def fitted_input(est: Any, X: ArrayLike, attribute: str) -> np.ndarray:
+    """X validated against the fit of ``est`` (same number of features), after checking that
+    ``est`` is fitted (has ``attribute``)."""
+    check_is_fitted(est, attribute)
+    return validate_data(est, X, reset=False, dtype=np.float64)
+
+
+def check_regularization(est: Any, ill_posed: str, dual_lam2: str = "",
+                         primal_lam2: str = "") -> None:
+    """Refuse lam1 = lam2 = 0 (the infimum need not be attained: Theorem 2 needs lam1 > 0 or
+    lam2 > 0; ``ill_posed`` says what fails) and lam2 = 0 with the dual solver (its
+    negative-part term divides by lam2; ``dual_lam2`` and ``primal_lam2`` complete the
+    message)."""
+    if est.lam1 == 0 and est.lam2 == 0:
+        raise ValueError(
+            f"lam1 = lam2 = 0 is ill-posed: {ill_posed} (Theorem 2 needs lam1 > 0 or lam2 > 0); "
+            "set lam1 > 0 (trace) or lam2 > 0 (Frobenius)"
+        )
+    if est.solver == "dual" and est.lam2 == 0:
+        raise ValueError(f"lam2 = 0 is not supported by solver='dual'{dual_lam2}; use "
+                         f"solver='primal'{primal_lam2}")

@@ -1,0 +1,190 @@
+r"""Where a :class:`~psdsos.estimators.ConvexRegressor` imposes convexity and how it checks it.
+
+The constraint points (the default: greedy pivots of the kernel among the training points
+and the corners of the data's bounding box; Sobol points; given points) and the fit's
+certificate of convexity between them: the smallest Hessian eigenvalue over Sobol points of
+the data's bounding box (Corollary 7), relative to the curvature scale.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+from scipy.stats import qmc
+from sklearn.utils.validation import check_is_fitted
+
+from psdsos._validation import caller_stacklevel, check_array_2d, check_random_state
+from psdsos.estimators._base import resolve_kernel
+from psdsos.estimators._weights import first_unique_rows
+from psdsos.features._features import _greedy_pivots
+
+__all__ = ["NonConvexFitWarning", "RELATIVE_DEFICIT_TOL"]
+
+#: Largest number of constraint points the default (``constraint_points=None``) uses with
+#: exact features; with Nystrom features of rank r it uses 2 r (see ConvexRegressor).
+AUTO_CONSTRAINT_POINTS = 100
+#: The default stops choosing constraint points once every other training point's residual
+#: kernel variance is below this fraction of k(x, x) (greedy pivoted Cholesky).
+AUTO_PIVOT_RTOL = 1e-6
+#: The default also offers the 2^d corners of the data's bounding box to the pivoting when
+#: n >= m_auto and 2^d <= this fraction of its m_auto points (d <= 5 with exact features):
+#: a fit constrained at training points only was non-convex near the box's faces and
+#: corners, where training points are sparse (see benchmarks/convex_regression.py).
+AUTO_CORNER_FRACTION = 0.5
+#: In d = 5 the default allows up to this many points when n >= 5 per point: 100 points
+#: left the fit non-convex on the data of eq. (30), 200 did not; with fewer training points
+#: per constraint point, or in d >= 6, more points cost time without certifying convexity
+#: (see docs/benchmarks.md).
+AUTO_CONSTRAINT_POINTS_D5 = 200
+#: A fit whose certified convexity deficit (:meth:`ConvexRegressor.convexity_deficit` with
+#: ``relative=True``) exceeds this fraction of its curvature scale warns
+#: (:class:`NonConvexFitWarning`): beyond 1% the most negative curvature is a visible dent
+#: next to the typical curvature, while below it the dent is under the resolution of a noisy
+#: fit and predict_convexified removes it by moving f by eta/2 ||x||^2, a 1% change in
+#: curvature.
+RELATIVE_DEFICIT_TOL = 1e-2
+#: Floor of the curvature scale in convexity_deficit(relative=True), as a fraction of
+#: y_scale_ / x_scale_^2 (the data's own curvature unit): Hessians below it are rounding
+#: errors of an (affine to solver precision) fit (the dual's default tol is 1e-6).
+CURVATURE_FLOOR = 1e-6
+#: Sobol points of the training data's bounding box where convexity_deficit (and the fit's
+#: own certificate, convexity_deficit_) look for negative curvature.
+DEFICIT_POINTS = 4096
+
+
+class NonConvexFitWarning(UserWarning):
+    """A ConvexRegressor fit whose certified convexity deficit exceeds
+    :data:`RELATIVE_DEFICIT_TOL` of its curvature scale: the Hessian constraint holds at the
+    constraint points but the fitted function is not convex between them."""
+
+
+def auto_constraint_budget(n_samples, n_features, n_landmarks=None):
+    """Largest number of constraint points the default (``constraint_points=None``) uses.
+
+    ``2 * n_landmarks`` with Nystrom features; with exact features
+    :data:`AUTO_CONSTRAINT_POINTS` (100), and in d = 5 up to
+    :data:`AUTO_CONSTRAINT_POINTS_D5` (200) while n >= 5 points per constraint point.
+    """
+    if n_landmarks is not None:
+        return 2 * int(n_landmarks)
+    if n_features == 5:
+        return max(AUTO_CONSTRAINT_POINTS,
+                   min(AUTO_CONSTRAINT_POINTS_D5, int(n_samples) // 5))
+    return AUTO_CONSTRAINT_POINTS
+
+
+def sobol_points(lo, hi, n_points, random_state):
+    """Scrambled Sobol points in the box [lo, hi] (seeded)."""
+    rng = check_random_state(random_state)
+    sampler = qmc.Sobol(d=len(lo), scramble=True, seed=rng)
+    m = int(n_points)
+    U = sampler.random_base2(int(np.ceil(np.log2(max(m, 2)))))[:m]
+    return qmc.scale(U, lo, hi) if np.all(hi > lo) else lo + U * (hi - lo)
+
+
+class ConstraintPointsOption:
+    """The parameter check of ``constraint_points``."""
+
+    def check(self, name, value, owner):
+        if value is None:
+            return
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1:
+            return
+        if isinstance(value, str) and value == "train":
+            return
+        if hasattr(value, "__array__") or isinstance(value, (list, tuple)):
+            return
+        raise ValueError(
+            f"{name} of {owner} must be None or 'train' (the training points), a positive int "
+            f"(Sobol points in the data's bounding box) or an array (m, n_features), got {value!r}"
+        )
+
+
+def constraint_points(est, X, kernel=None, box=None, corner_fraction=AUTO_CORNER_FRACTION):
+    """The constraint points of ``est`` (see its parameter); ``box = (lo, hi)``: the data's
+    bounding box when X is only a sample of the rows (out-of-core fits)."""
+    cp_ = est.constraint_points
+    if cp_ is None:
+        # chosen among the distinct rows (first occurrences, in order): duplicated rows
+        # (integer sample weights) do not change the choice
+        if kernel is None:
+            kernel = resolve_kernel(est.kernel, est.sigma, X)
+        X = first_unique_rows(X)
+        m_auto = auto_constraint_budget(X.shape[0], X.shape[1], est.n_landmarks)
+        cand = X
+        p = X.shape[1]
+        if X.shape[0] >= m_auto and 2**p <= corner_fraction * m_auto:
+            lo, hi = (X.min(axis=0), X.max(axis=0)) if box is None else box
+            bits = (np.arange(2**p)[:, None] >> np.arange(p)) & 1
+            corners = np.unique(np.where(bits == 1, hi, lo), axis=0)
+            new = ~(corners[:, None, :] == X[None, :, :]).all(axis=2).any(axis=1)
+            cand = np.vstack([X, corners[new]])
+        idx = _greedy_pivots(kernel, cand, min(cand.shape[0], m_auto),
+                             check_random_state(est.random_state), rtol=AUTO_PIVOT_RTOL)
+        return X if len(idx) == cand.shape[0] == X.shape[0] else cand[idx]
+    if isinstance(cp_, str) and cp_ == "train":
+        return X
+    if isinstance(cp_, numbers.Integral):
+        lo, hi = (X.min(axis=0), X.max(axis=0)) if box is None else box
+        return sobol_points(lo, hi, cp_, est.random_state)
+    Z = check_array_2d(cp_, "constraint_points")
+    if Z.shape[1] != X.shape[1]:
+        raise ValueError(
+            f"constraint_points must have {X.shape[1]} columns (n_features), got {Z.shape[1]}"
+        )
+    return Z
+
+
+# ---- the certificate --------------------------------------------------------------------------
+def fitted_box(est):
+    """The training data's bounding box (x_box_; the expansion points' in model files
+    saved before it existed, where they were the training points)."""
+    box = getattr(est, "x_box_", None)
+    if box is None:
+        return est.X_fit_.min(axis=0), est.X_fit_.max(axis=0)
+    return box[0], box[1]
+
+
+def hessian_eigenvalues(est, X, n_points, random_state, sign=1.0):
+    """Eigenvalues (ascending, per point) of ``sign`` times the fitted Hessians at the rows
+    of X (validated), or at n_points scrambled Sobol points in the training bounding box
+    (seeded)."""
+    check_is_fitted(est, "alpha_")
+    if X is None:
+        if (isinstance(n_points, bool) or not isinstance(n_points, numbers.Integral)
+                or n_points < 1):
+            raise ValueError(f"n_points must be an integer >= 1, got {n_points!r}")
+        lo, hi = fitted_box(est)
+        X = sobol_points(lo, hi, int(n_points), random_state)
+    return np.linalg.eigvalsh(sign * est.hessian(X))
+
+
+def deficit(eig, relative, curvature_floor):
+    """max(0, -min eig), relative to max(mean spectral norm, curvature_floor) (0.0 when
+    that is 0)."""
+    eta = max(0.0, -float(eig[:, 0].min()))
+    if not relative:
+        return eta
+    kappa = max(float(np.mean(np.abs(eig).max(axis=1))), curvature_floor)
+    return eta / kappa if kappa > 0 else 0.0
+
+
+def certify_convexity(est):
+    """Set convexity_deficit_ (relative, at the default Sobol points) and warn beyond
+    RELATIVE_DEFICIT_TOL."""
+    est.convexity_deficit_ = float(est.convexity_deficit(relative=True))
+    if est.convexity_deficit_ > RELATIVE_DEFICIT_TOL:
+        kind = "concave" if est.concave else "convex"
+        warnings.warn(
+            f"the fitted function is not {kind}: the smallest Hessian eigenvalue "
+            f"reaches -{est.convexity_deficit_:.3g} times the curvature scale at "
+            f"{DEFICIT_POINTS} Sobol points of the data's bounding box (tolerance "
+            f"{RELATIVE_DEFICIT_TOL:g}; convexity_deficit_).  The Hessian constraint "
+            f"holds at the {est.constraint_points_.shape[0]} constraint points only: "
+            f"use a larger sigma (now {est.kernel_.sigma:.4g}; the fit is smoother), "
+            "more constraint_points (an int: Sobol points of the box), or "
+            "predict_convexified()",
+            NonConvexFitWarning, stacklevel=caller_stacklevel(),
+        )
