@@ -10,9 +10,10 @@ Layout:
   (:class:`EuclideanSpace`, :func:`project_psd_cone`), ``spd`` (:class:`SPDSpace`, its
   Riemannian Newton decoder in ``_spd_newton``), ``log_euclidean``
   (:class:`LogEuclideanSPDSpace`), ``bures`` (:class:`BuresSpace`), ``sphere``
-  (:class:`SphereSpace`), ``fisher`` (:class:`FisherSimplexSpace`) and ``discrete``
-  (:class:`MulticlassSpace`, :class:`MultilabelSpace`, :class:`RankingSpace`,
-  :class:`OrdinalSpace`);
+  (:class:`SphereSpace`), ``fisher`` (:class:`FisherSimplexSpace`), ``multiclass``
+  (:class:`MulticlassSpace`), ``multilabel`` (:class:`MultilabelSpace`), ``ranking``
+  (:class:`RankingSpace`) and ``ordinal`` (:class:`OrdinalSpace`), re-exported by
+  ``discrete``;
 * :mod:`psdsos.structured.polytopes` -- the marginal polytopes of the discrete spaces
   (``Simplex``, ``UnitCube``, ``Knapsack``, ``Birkhoff``, ``OrderSimplex``) and the
   projection sets ``RowSimplex`` and ``Permutahedron``: MAP oracles, CVXPY constraints, the

@@ -31,7 +31,7 @@ from psdsos.kernels import Kernel, get_kernel
 from psdsos.sos import PSDModel
 from psdsos.structured._base import OutputSpace, resolve_method
 from psdsos.structured._registry import get_output_space, output_spaces
-from psdsos.structured.spaces.discrete import _LabelSpace
+from psdsos.structured.spaces._label_space import _LabelSpace
 
 __all__ = ["SELFEstimator", "KRLSEstimator"]
 
