@@ -94,6 +94,7 @@ class _LabelSpace(_PolytopeSpace):
     positions 0..k-1 in ``classes_`` and returns labels of ``classes_``.
     """
 
+    is_classification = True
     #: word used in error messages ("class", "ordinal")
     _label_word = "class"
 
@@ -227,5 +228,9 @@ class _LabelSpace(_PolytopeSpace):
         """Sum of the weights per class, h (m, k): h_j = sum over y_i = ``classes_[j]``."""
         return np.asarray(a @ self._train["onehot"])
 
-    def _from_vertices(self, M):
+    def _codes_from_vertices(self, M):
+        """Positions 0..k-1 in ``classes_`` of a batch of vertices (subclasses)."""
+        raise NotImplementedError
+
+    def from_vertices(self, M: np.ndarray) -> np.ndarray:
         return self.classes_[self._codes_from_vertices(M)]

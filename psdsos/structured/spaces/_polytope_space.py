@@ -48,6 +48,7 @@ from psdsos._validation import check_choice, check_scalar
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import as_finite
 from psdsos.structured.polytopes import LP_SOLVERS, PolytopeLP
+from psdsos.structured.spaces._projection_sets import COMMON_SETS
 
 __all__ = ["AffineDecomposition"]
 
@@ -108,6 +109,8 @@ class _PolytopeSpace(OutputSpace):
     """
 
     decode_methods = ("oracle", "cvxpy")
+    projection_sets = COMMON_SETS
+    symmetric_loss = True
     # constructor parameters of the subclasses
     k: int | None
     lp_solver: str
@@ -120,7 +123,7 @@ class _PolytopeSpace(OutputSpace):
         """Embedding phi(Y), flattened: dense array of shape (n, p)."""
         raise NotImplementedError
 
-    def _from_vertices(self, M):
+    def from_vertices(self, M: np.ndarray) -> np.ndarray:
         """Outputs (Y format) from a batch of vertices of shape (m, *polytope.shape)."""
         raise NotImplementedError
 
@@ -233,7 +236,7 @@ class _PolytopeSpace(OutputSpace):
                 M = self.polytope_.map_oracle(theta)
             else:
                 M = self.lp().solve(theta)
-            out.append(self._from_vertices(M))
+            out.append(self.from_vertices(M))
         return np.concatenate(out, axis=0)
 
     def objective(self, alpha: ArrayLike, Y: ArrayLike) -> np.ndarray:

@@ -14,6 +14,7 @@ from psdsos.geometry import bures_wasserstein_distance_squared, check_psd, sqrtm
 from psdsos.geometry._matfun import spectral
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import check_float, policy_weights, solve_parametric
+from psdsos.structured._plugins import register_output_space
 from psdsos.structured.spaces._manifold import (
     _TINY,
     _check_spd_stack,
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["BuresSpace"]
 
 
+@register_output_space("bures")
 class BuresSpace(_RGDOptions, OutputSpace):
     r"""PSD matrices with the squared Bures-Wasserstein distance; the decoding is a barycenter.
 
@@ -94,8 +96,8 @@ class BuresSpace(_RGDOptions, OutputSpace):
         matrix to about its square root: use "rgd" for high accuracy).
     """
 
-    name = "bures"
     decode_methods = ("cvxpy", "rgd")
+    symmetric_loss = True
 
     def __init__(self, *, max_iter: int = 100, tol: float = 1e-8, solver: str = "CLARABEL",
                  solver_tol: float = 1e-8) -> None:

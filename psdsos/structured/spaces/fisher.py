@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike
 
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import as_finite, check_float
+from psdsos.structured._plugins import register_output_space
 from psdsos.structured.polytopes import project_simplex
 from psdsos.structured.spaces._manifold import _MIN_STEP, _RGDOptions, _warn_not_converged
 from psdsos.structured.spaces.sphere import (
@@ -94,6 +95,7 @@ def cone_projection_norm(z: np.ndarray, u: np.ndarray, c: np.ndarray,
     return np.linalg.norm(v, axis=1)
 
 
+@register_output_space("fisher_simplex")
 class FisherSimplexSpace(_RGDOptions, OutputSpace):
     r"""Histograms with the Fisher-Rao geometry, through the square-root map (section 4.4).
 
@@ -152,8 +154,8 @@ class FisherSimplexSpace(_RGDOptions, OutputSpace):
         First-order measure at each prediction (see above).
     """
 
-    name = "fisher_simplex"
     decode_methods = ("rgd",)
+    symmetric_loss = True
 
     def __init__(self, *, eps: float = 1e-5, weights: str = "signed", max_iter: int = 200,
                  tol: float = 1e-8) -> None:

@@ -14,6 +14,7 @@ from psdsos.geometry import check_spd, log_euclidean_distance, logm_spd
 from psdsos.geometry._matfun import spectral
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import check_policy, policy_weights, warn_no_minimizer
+from psdsos.structured._plugins import register_output_space
 from psdsos.structured.spaces._manifold import _check_spd_stack
 from psdsos.structured.spaces._spd_robust import LOG_COND as _LOG_COND
 from psdsos.structured.spaces._spd_robust import clip_window as _clip_window
@@ -21,6 +22,7 @@ from psdsos.structured.spaces.spd import _clip_eigenvalues
 
 __all__ = ["LogEuclideanSPDSpace"]
 
+@register_output_space("spd_logeuclidean")
 class LogEuclideanSPDSpace(OutputSpace):
     r"""SPD matrices with the squared log-Euclidean distance; closed-form decoding.
 
@@ -63,8 +65,8 @@ class LogEuclideanSPDSpace(OutputSpace):
         Set by ``decode``: True where the signed weights were decoded (eq. 2).
     """
 
-    name = "spd_logeuclidean"
     decode_methods = ("closed_form",)
+    symmetric_loss = True
 
     def __init__(self, *, weights: str = "signed") -> None:
         self.weights = weights

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from psdsos.structured._plugins import register_output_space
 from psdsos.structured.polytopes import Simplex
 from psdsos.structured.spaces._label_space import _LabelSpace
 from psdsos.structured.spaces._polytope_space import AffineDecomposition
@@ -12,6 +13,7 @@ from psdsos.structured.spaces._polytope_space import AffineDecomposition
 __all__ = ["MulticlassSpace"]
 
 
+@register_output_space("multiclass")
 class MulticlassSpace(_LabelSpace):
     r"""Multiclass classification: class labels, 0-1 loss, probability simplex.
 
@@ -50,7 +52,6 @@ class MulticlassSpace(_LabelSpace):
     k_ : int
     """
 
-    name = "multiclass"
     __module__ = "psdsos.structured.spaces.discrete"  # the public home (docs, pickles)
 
     def _make_polytope(self):

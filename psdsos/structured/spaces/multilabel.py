@@ -9,6 +9,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from psdsos._validation import check_scalar
+from psdsos.structured._plugins import register_output_space
 from psdsos.structured.polytopes import Knapsack, UnitCube
 from psdsos.structured.spaces._polytope_space import (
     AffineDecomposition,
@@ -16,10 +17,12 @@ from psdsos.structured.spaces._polytope_space import (
     _int_array,
     _PolytopeSpace,
 )
+from psdsos.structured.spaces._projection_sets import marginal, nonneg, reals, unit_cube
 
 __all__ = ["MultilabelSpace"]
 
 
+@register_output_space("multilabel")
 class MultilabelSpace(_PolytopeSpace):
     r"""Multilabel classification: Y (n, k) in {0, 1}, Hamming loss, unit cube or knapsack.
 
@@ -51,8 +54,10 @@ class MultilabelSpace(_PolytopeSpace):
     lp_solver : {"HIGHS", "CLARABEL", "SCIPY"}
     """
 
-    name = "multilabel"
     __module__ = "psdsos.structured.spaces.discrete"  # the public home (docs, pickles)
+    #: "knapsack" names the marginal polytope with its label-count bounds
+    projection_sets = {"marginal": marginal, "unit_cube": unit_cube, "knapsack": marginal,
+                       "reals": reals, "nonneg": nonneg}
 
     def __init__(self, k: int | None = None, *, min_labels: int = 0, max_labels: int | None = None,
                  normalize: bool = True, lp_solver: str = "HIGHS") -> None:
@@ -117,7 +122,7 @@ class MultilabelSpace(_PolytopeSpace):
     def _c_train(self):
         return self._scale() * self.Y_train_.sum(axis=1).astype(np.float64)
 
-    def _from_vertices(self, M):
+    def from_vertices(self, M: np.ndarray) -> np.ndarray:
         return np.rint(M).astype(np.int64)
 
     def project(self, Z: ArrayLike) -> np.ndarray:
@@ -128,7 +133,7 @@ class MultilabelSpace(_PolytopeSpace):
         """
         self._check_fitted()
         Z = _finite(Z, "Z", (self.k_,))
-        return self._from_vertices(self.polytope_.round(Z))
+        return self.from_vertices(self.polytope_.round(Z))
 
     def _scale(self):
         return 1.0 / self.k_ if self.normalize else 1.0

@@ -6,6 +6,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from psdsos._validation import check_scalar
+from psdsos.structured._plugins import register_output_space
 from psdsos.structured.polytopes import OrderSimplex
 from psdsos.structured.spaces._label_space import _LabelSpace
 from psdsos.structured.spaces._polytope_space import AffineDecomposition, _finite
@@ -13,6 +14,7 @@ from psdsos.structured.spaces._polytope_space import AffineDecomposition, _finit
 __all__ = ["OrdinalSpace"]
 
 
+@register_output_space("ordinal")
 class OrdinalSpace(_LabelSpace):
     r"""Ordinal regression: ordered class labels, absolute loss, order simplex.
 
@@ -53,7 +55,6 @@ class OrdinalSpace(_LabelSpace):
     k_ : int
     """
 
-    name = "ordinal"
     __module__ = "psdsos.structured.spaces.discrete"  # the public home (docs, pickles)
     _label_word = "ordinal"
 

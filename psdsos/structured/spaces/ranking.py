@@ -8,6 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
+from psdsos.structured._plugins import register_output_space
 from psdsos.structured.polytopes import Birkhoff
 from psdsos.structured.spaces._polytope_space import (
     AffineDecomposition,
@@ -15,10 +16,18 @@ from psdsos.structured.spaces._polytope_space import (
     _int_array,
     _PolytopeSpace,
 )
+from psdsos.structured.spaces._projection_sets import (
+    marginal,
+    nonneg,
+    reals,
+    row_simplex,
+    unit_cube,
+)
 
 __all__ = ["RankingSpace"]
 
 
+@register_output_space("ranking")
 class RankingSpace(_PolytopeSpace):
     r"""Label ranking: Y (n, k) permutations of 0..k-1, Hamming loss, Birkhoff polytope.
 
@@ -43,8 +52,9 @@ class RankingSpace(_PolytopeSpace):
     lp_solver : {"HIGHS", "CLARABEL", "SCIPY"}
     """
 
-    name = "ranking"
     __module__ = "psdsos.structured.spaces.discrete"  # the public home (docs, pickles)
+    projection_sets = {"marginal": marginal, "unit_cube": unit_cube,
+                       "row_simplex": row_simplex, "reals": reals, "nonneg": nonneg}
 
     def __init__(self, k: int | None = None, *, normalize: bool = True,
                  lp_solver: str = "HIGHS") -> None:
@@ -111,7 +121,7 @@ class RankingSpace(_PolytopeSpace):
     def _c_train(self):
         return np.full(len(self.Y_train_), self._weight() * self.k_)
 
-    def _from_vertices(self, M):
+    def from_vertices(self, M: np.ndarray) -> np.ndarray:
         return np.argmax(M, axis=2).astype(np.int64)
 
     def project(self, Z: ArrayLike) -> np.ndarray:

@@ -15,6 +15,7 @@ from psdsos.geometry._checks import SPD_TOL
 from psdsos.geometry._matfun import spectral
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import as_finite, policy_weights, warn_no_minimizer
+from psdsos.structured._plugins import register_output_space
 from psdsos.structured.spaces import _spd_robust
 from psdsos.structured.spaces._manifold import (
     _TINY,
@@ -48,6 +49,7 @@ def _clip_eigenvalues(Z: ArrayLike, floor: float) -> np.ndarray:
     return spectral(np.maximum(w, fl), V)
 
 
+@register_output_space("spd")
 class SPDSpace(_RGDOptions, OutputSpace):
     r"""SPD matrices with the squared affine-invariant distance (manifold paper, eq. 16).
 
@@ -139,8 +141,8 @@ class SPDSpace(_RGDOptions, OutputSpace):
         was used.
     """
 
-    name = "spd"
     decode_methods = ("rgd",)
+    symmetric_loss = True
 
     def __init__(self, *, weights: str = "signed", max_iter: int = 100,
                  tol: float = 1e-8) -> None:

@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike
 
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import as_finite
+from psdsos.structured._plugins import register_output_space
 from psdsos.structured.spaces._manifold import (
     _BLOCK_BUDGET,
     _MIN_STEP,
@@ -130,6 +131,7 @@ def _sphere_loss(Y_true: ArrayLike, Y_pred: ArrayLike) -> np.ndarray:
     return d * d
 
 
+@register_output_space("sphere")
 class SphereSpace(_RGDOptions, OutputSpace):
     r"""Unit vectors of :math:`S^{k-1}` with the squared geodesic distance (eq. 17, Table 1).
 
