@@ -348,7 +348,10 @@ class FenchelYoungEstimator(_LabelOutputTags, BaseEstimator):
 
     def score(self, X: ArrayLike, y: ArrayLike) -> float:
         """The output space's score (accuracy for multiclass, minus the mean loss else)."""
-        return self.space_.score(np.asarray(y), self.predict(X))
+        space, P = self.space_, self.predict(X)
+        if hasattr(space, "score"):  # optional in the OutputSpace contract
+            return space.score(np.asarray(y), P)
+        return -float(np.mean(space.loss(np.asarray(y), P)))
 
     # ---- persistence ----------------------------------------------------------------------
     def save(self, path: PathLike) -> None:
