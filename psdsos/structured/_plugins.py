@@ -123,7 +123,8 @@ class _SpaceTable(MutableMapping):
         _OUTPUT_SPACES[name] = cls
 
     def __delitem__(self, name: str) -> None:
-        self[name]  # KeyError unless listed here
+        # the name leaves the registry (even when its class is not of this kind: an entry
+        # written here is deleted here whatever the class declares)
         del _OUTPUT_SPACES[name]
 
     def __repr__(self) -> str:

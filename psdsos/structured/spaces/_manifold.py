@@ -25,10 +25,20 @@ def _chunks(idx, per_point, budget=_BLOCK_BUDGET):
         yield idx[s : s + size]
 
 
-def _check_spd_stack(Y, name):
+def _check_spd_stack(Y, name, check=None):
+    """Finite (n, d, d) matrices, then ``check(A, name)`` (``check_spd`` / ``check_psd``)
+    when given and n > 0; ValueError naming ``name`` otherwise."""
     A = as_finite(Y, name)
     if A.ndim != 3 or A.shape[1] != A.shape[2] or A.shape[1] < 1:
         raise ValueError(f"{name} must have shape (n_samples, d, d), got {A.shape}")
+    return check(A, name) if check is not None and len(A) else A
+
+
+def _check_rows(Y, name):
+    """Finite (n, k) vectors, k >= 1; ValueError naming ``name`` otherwise."""
+    A = as_finite(Y, name)
+    if A.ndim != 2 or A.shape[1] < 1:
+        raise ValueError(f"{name} must have shape (n_samples, k), got {A.shape}")
     return A
 
 

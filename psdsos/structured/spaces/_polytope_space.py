@@ -96,6 +96,7 @@ _BLOCK_ENTRIES = 1 << 20
 
 
 _PolyT = TypeVar("_PolyT", bound="_PolytopeSpace")
+_RowT = TypeVar("_RowT", bound="_RowSpace")
 
 
 class _PolytopeSpace(OutputSpace):
@@ -256,3 +257,27 @@ class _PolytopeSpace(OutputSpace):
         """Score of predictions, higher is better: minus the mean loss (see each space)."""
         return -float(np.mean(self.loss(Y_true, Y_pred)))
 
+
+class _RowSpace(_PolytopeSpace):
+    """Outputs that are rows of k integers (multilabel, ranking) with a ``normalize`` flag."""
+
+    normalize: bool
+
+    def _int_rows(self, Y, name, what):
+        """``Y`` as an int64 array (n, k), k the known number of labels if any."""
+        A = _int_array(Y, name, 2, what)
+        k = self._k_known()
+        if k is not None and A.shape[1] != k:
+            raise ValueError(f"{name} must have k = {k} columns, got shape {A.shape}")
+        if A.shape[1] < 1:
+            raise ValueError(f"{name} must have at least one label column, got shape {A.shape}")
+        return A
+
+    def _infer_k(self, Y):
+        return int(Y.shape[1])
+
+    def fit(self: _RowT, Y_train: ArrayLike) -> _RowT:
+        """Check ``normalize``, then :meth:`_PolytopeSpace.fit`."""
+        if not isinstance(self.normalize, bool | np.bool_):
+            raise ValueError(f"normalize must be a bool, got {self.normalize!r}")
+        return super().fit(Y_train)

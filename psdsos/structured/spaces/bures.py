@@ -109,8 +109,7 @@ class BuresSpace(_RGDOptions, OutputSpace):
 
     def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
         """(n, d, d) symmetric PSD matrices (rank-deficient allowed)."""
-        A = _check_spd_stack(Y, name)
-        return check_psd(A, name) if len(A) else A
+        return _check_spd_stack(Y, name, check_psd)
 
     def fit(self, Y_train: ArrayLike) -> BuresSpace:
         self._check_options()

@@ -14,7 +14,12 @@ from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import as_finite, check_float
 from psdsos.structured._plugins import register_output_space
 from psdsos.structured.polytopes import project_simplex
-from psdsos.structured.spaces._manifold import _MIN_STEP, _RGDOptions, _warn_not_converged
+from psdsos.structured.spaces._manifold import (
+    _MIN_STEP,
+    _check_rows,
+    _RGDOptions,
+    _warn_not_converged,
+)
 from psdsos.structured.spaces.sphere import (
     SphereSpace,
     _next_step,
@@ -166,9 +171,7 @@ class FisherSimplexSpace(_RGDOptions, OutputSpace):
 
     def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
         """(n, k) histograms: non-negative rows summing to 1 (to 1e-8)."""
-        A = as_finite(Y, name)
-        if A.ndim != 2 or A.shape[1] < 1:
-            raise ValueError(f"{name} must have shape (n_samples, k), got {A.shape}")
+        A = _check_rows(Y, name)
         if A.size and (A.min() < -1e-12 or np.abs(A.sum(axis=1) - 1.0).max() > 1e-8):
             raise ValueError(
                 f"{name} rows must be histograms: non-negative entries summing to 1"

@@ -14,8 +14,7 @@ from psdsos.structured.polytopes import Knapsack, UnitCube
 from psdsos.structured.spaces._polytope_space import (
     AffineDecomposition,
     _finite,
-    _int_array,
-    _PolytopeSpace,
+    _RowSpace,
 )
 from psdsos.structured.spaces._projection_sets import marginal, nonneg, reals, unit_cube
 
@@ -23,7 +22,7 @@ __all__ = ["MultilabelSpace"]
 
 
 @register_output_space("multilabel")
-class MultilabelSpace(_PolytopeSpace):
+class MultilabelSpace(_RowSpace):
     r"""Multilabel classification: Y (n, k) in {0, 1}, Hamming loss, unit cube or knapsack.
 
     Embedding :math:`\varphi(y) = y \in \{0,1\}^k`.  The Hamming loss
@@ -75,19 +74,11 @@ class MultilabelSpace(_PolytopeSpace):
 
     def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
         """0/1 array of shape (n, k); ValueError naming ``name`` otherwise."""
-        A = _int_array(Y, name, 2, "0/1 label indicators")
-        k = self._k_known()
-        if k is not None and A.shape[1] != k:
-            raise ValueError(f"{name} must have k = {k} columns, got shape {A.shape}")
-        if A.shape[1] < 1:
-            raise ValueError(f"{name} must have at least one label column, got shape {A.shape}")
+        A = self._int_rows(Y, name, "0/1 label indicators")
         if np.any((A != 0) & (A != 1)):
             raise ValueError(f"{name} must hold 0/1 label indicators, got values "
                              f"{np.unique(A)[:5].tolist()}")
         return A
-
-    def _infer_k(self, Y):
-        return int(Y.shape[1])
 
     def _bounds(self):
         k = self.k_
@@ -95,11 +86,6 @@ class MultilabelSpace(_PolytopeSpace):
         hi = check_scalar(self.max_labels, "max_labels", lower=lo, upper=k, integer=True,
                           allow_none=True)
         return int(lo), (k if hi is None else int(hi))
-
-    def fit(self, Y_train: ArrayLike) -> MultilabelSpace:
-        if not isinstance(self.normalize, bool | np.bool_):
-            raise ValueError(f"normalize must be a bool, got {self.normalize!r}")
-        return super().fit(Y_train)
 
     def _make_polytope(self):
         lo, hi = self._bounds()

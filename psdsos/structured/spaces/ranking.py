@@ -13,8 +13,7 @@ from psdsos.structured.polytopes import Birkhoff
 from psdsos.structured.spaces._polytope_space import (
     AffineDecomposition,
     _finite,
-    _int_array,
-    _PolytopeSpace,
+    _RowSpace,
 )
 from psdsos.structured.spaces._projection_sets import (
     marginal,
@@ -28,7 +27,7 @@ __all__ = ["RankingSpace"]
 
 
 @register_output_space("ranking")
-class RankingSpace(_PolytopeSpace):
+class RankingSpace(_RowSpace):
     r"""Label ranking: Y (n, k) permutations of 0..k-1, Hamming loss, Birkhoff polytope.
 
     Entry ``y[i]`` is the rank (position, 0 = top) of label i.  Embedding: the permutation
@@ -68,26 +67,13 @@ class RankingSpace(_PolytopeSpace):
 
     def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
         """Rows that are permutations of 0..k-1 (shape (n, k)); ValueError naming ``name``."""
-        A = _int_array(Y, name, 2, "rank vectors (permutations of 0..k-1)")
-        k = self._k_known()
-        if k is not None and A.shape[1] != k:
-            raise ValueError(f"{name} must have k = {k} columns, got shape {A.shape}")
-        if A.shape[1] < 1:
-            raise ValueError(f"{name} must have at least one label column, got shape {A.shape}")
+        A = self._int_rows(Y, name, "rank vectors (permutations of 0..k-1)")
         ok = np.all(np.sort(A, axis=1) == np.arange(A.shape[1])[None, :], axis=1)
         if not np.all(ok):
             bad = int(np.flatnonzero(~ok)[0])
             raise ValueError(f"{name} rows must be permutations of 0..{A.shape[1] - 1} (entry i "
                              f"= rank of label i); row {bad} is {A[bad].tolist()}")
         return A
-
-    def fit(self, Y_train: ArrayLike) -> RankingSpace:
-        if not isinstance(self.normalize, bool | np.bool_):
-            raise ValueError(f"normalize must be a bool, got {self.normalize!r}")
-        return super().fit(Y_train)
-
-    def _infer_k(self, Y):
-        return int(Y.shape[1])
 
     def _make_polytope(self):
         return Birkhoff(self.k_)

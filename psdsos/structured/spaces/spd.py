@@ -5,7 +5,7 @@ eigenvectors tracked across iterations (:mod:`psdsos.structured.spaces._spd_newt
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -49,8 +49,39 @@ def _clip_eigenvalues(Z: ArrayLike, floor: float) -> np.ndarray:
     return spectral(np.maximum(w, fl), V)
 
 
+_LogsT = TypeVar("_LogsT", bound="_SPDLogs")
+
+
+class _SPDLogs(OutputSpace):
+    """SPD outputs stored with their logarithms ``logs_`` and projected by eigenvalue
+    clipping (:class:`SPDSpace`, :class:`LogEuclideanSPDSpace`); ``_check_options`` checks
+    the constructor arguments at fit."""
+
+    def _check_options(self):
+        raise NotImplementedError
+
+    def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
+        """(n, d, d) symmetric positive definite matrices; ValueError naming ``name``."""
+        return _check_spd_stack(Y, name, check_spd)
+
+    def fit(self: _LogsT, Y_train: ArrayLike) -> _LogsT:
+        """Check the options, store the training matrices and their logarithms; self."""
+        self._check_options()
+        self.Y_train_ = self.check_Y(Y_train, "Y")
+        self.logs_ = logm_spd(self.Y_train_)
+        return self
+
+    def project(self, Z: ArrayLike, floor: float = 1e-12) -> np.ndarray:
+        r"""KRLS projection (Appendix G): eigenvalues below ``floor`` set to ``floor``.
+
+        The floor is raised to ``1e-10 * max eigenvalue`` when that is larger, so that the
+        result is numerically SPD (condition number at most 1e10).
+        """
+        return _clip_eigenvalues(Z, floor)
+
+
 @register_output_space("spd")
-class SPDSpace(_RGDOptions, OutputSpace):
+class SPDSpace(_RGDOptions, _SPDLogs):
     r"""SPD matrices with the squared affine-invariant distance (manifold paper, eq. 16).
 
     .. math::
@@ -150,28 +181,9 @@ class SPDSpace(_RGDOptions, OutputSpace):
         self.max_iter = max_iter
         self.tol = tol
 
-    def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
-        """(n, d, d) symmetric positive definite matrices; ValueError naming ``name``."""
-        A = _check_spd_stack(Y, name)
-        return check_spd(A, name) if len(A) else A
-
-    def fit(self, Y_train: ArrayLike) -> SPDSpace:
-        self._check_options()
-        self.Y_train_ = self.check_Y(Y_train, "Y")
-        self.logs_ = logm_spd(self.Y_train_)
-        return self
-
     def loss(self, Y_true: ArrayLike, Y_pred: ArrayLike) -> np.ndarray:
         """Squared affine-invariant distances, shape (n,)."""
         return np.atleast_1d(affine_invariant_distance(Y_true, Y_pred)) ** 2
-
-    def project(self, Z: ArrayLike, floor: float = 1e-12) -> np.ndarray:
-        r"""KRLS projection (Appendix G): eigenvalues below ``floor`` set to ``floor``.
-
-        The floor is raised to ``1e-10 * max eigenvalue`` when that is larger, so that the
-        result is numerically SPD (condition number at most 1e10).
-        """
-        return _clip_eigenvalues(Z, floor)
 
     # ---- the objective (public for tests and diagnostics) ---------------------------
     def objective(self, Y: ArrayLike, w: ArrayLike) -> np.ndarray:
