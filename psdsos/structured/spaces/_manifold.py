@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from psdsos.geometry._matfun import spectral
 from psdsos.structured._common import as_finite, check_float, check_int, check_policy
 
 _TINY = np.finfo(np.float64).tiny
@@ -40,6 +41,20 @@ def _check_rows(Y, name):
     if A.ndim != 2 or A.shape[1] < 1:
         raise ValueError(f"{name} must have shape (n_samples, k), got {A.shape}")
     return A
+
+
+def _congruence_eigh(Y, Y_train, inverse):
+    r"""Y^{1/2} and Y^{-1/2} of a batch Y (m, d, d) (eigenvalues floored at the tiny float),
+    and the eigendecompositions (values (m, n, d), vectors (m, n, d, d)) of the symmetrized
+    :math:`R Y_i R` for every training matrix, R = Y^{-1/2} if ``inverse`` else Y^{1/2}."""
+    s, U = np.linalg.eigh(Y)
+    s = np.maximum(s, _TINY)
+    Yh = spectral(np.sqrt(s), U)
+    Yih = spectral(1.0 / np.sqrt(s), U)
+    R = Yih if inverse else Yh
+    M = R[:, None] @ Y_train[None] @ R[:, None]
+    mw, mV = np.linalg.eigh(0.5 * (M + np.swapaxes(M, -1, -2)))
+    return Yh, Yih, mw, mV
 
 
 def _warn_not_converged(space, gnorm, tol, max_iter, advice="increase max_iter or tol"):

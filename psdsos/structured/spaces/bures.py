@@ -19,6 +19,7 @@ from psdsos.structured.spaces._manifold import (
     _TINY,
     _check_spd_stack,
     _chunks,
+    _congruence_eigh,
     _RGDOptions,
     _warn_not_converged,
 )
@@ -141,12 +142,7 @@ class BuresSpace(_RGDOptions, OutputSpace):
         return 2.0 * (np.eye(self.Y_train_.shape[-1]) - Tbar)
 
     def _tbar(self, Y, W):
-        s, U = np.linalg.eigh(Y)
-        s = np.maximum(s, _TINY)
-        Yh = spectral(np.sqrt(s), U)
-        Yih = spectral(1.0 / np.sqrt(s), U)
-        M = Yh[:, None] @ self.Y_train_[None] @ Yh[:, None]
-        mw, mV = np.linalg.eigh(0.5 * (M + np.swapaxes(M, -1, -2)))
+        _, Yih, mw, mV = _congruence_eigh(Y, self.Y_train_, inverse=False)
         R = mV * (W[..., None] * np.sqrt(np.maximum(mw, 0.0)))[..., None, :]
         A = (R @ np.swapaxes(mV, -1, -2)).sum(axis=1)
         A = 0.5 * (A + np.swapaxes(A, -1, -2))

@@ -21,6 +21,7 @@ from psdsos.structured.spaces._manifold import (
     _TINY,
     _check_spd_stack,
     _chunks,
+    _congruence_eigh,
     _RGDOptions,
     _warn_not_converged,
 )
@@ -200,12 +201,7 @@ class SPDSpace(_RGDOptions, _SPDLogs):
         return -2.0 * Yh @ G @ Yh
 
     def _eval(self, Y, W):
-        s, U = np.linalg.eigh(Y)
-        s = np.maximum(s, _TINY)
-        Yh = spectral(np.sqrt(s), U)
-        Yih = spectral(1.0 / np.sqrt(s), U)
-        M = Yih[:, None] @ self.Y_train_[None] @ Yih[:, None]
-        mw, mV = np.linalg.eigh(0.5 * (M + np.swapaxes(M, -1, -2)))
+        Yh, _, mw, mV = _congruence_eigh(Y, self.Y_train_, inverse=True)
         lm = np.log(np.maximum(mw, _TINY))
         F = np.einsum("an,anj->a", W, lm * lm)
         G = ((mV * (W[..., None] * lm)[..., None, :]) @ np.swapaxes(mV, -1, -2)).sum(axis=1)
