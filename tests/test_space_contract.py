@@ -68,6 +68,18 @@ def _element_loss(space, Z, Y):
     return f(Z, Y) if f is not None else space.loss(Y, Z)
 
 
+def _tangent(space, Z, U, h=1e-7):
+    """U made tangent to the space at Z: the derivative of the space's projection along U
+    (central difference; U itself for spaces without a projection)."""
+    if _offers(space, "element_sgd"):
+        P = space.element_project
+    elif _offers(space, "project"):
+        P = space.project
+    else:
+        return U
+    return (np.asarray(P(Z + h * U)) - np.asarray(P(Z - h * U))) / (2.0 * h)
+
+
 def _taylor_slope(f, x, g, u):
     """Slope of log |f(x + t u) - f(x) - t <g, u>| against log t (2 for a gradient); None
     when the remainder is at rounding level (f quadratic or linear along u)."""
@@ -115,7 +127,7 @@ def check_output_space(space, Y, Y2, rng):
     if _offers(space, "project"):
         P = space.project(_ambient(space, Yc, rng))
         space.check_Y(P, "P")
-    # loss gradient: Taylor check at Y2 against Y, along a random direction
+    # loss gradient: Taylor check at Y2 against Y, along a random tangent direction
     if _offers(space, "loss_gradient"):
         Z = np.asarray(Y2c, dtype=np.float64)
         T = np.asarray(Yc, dtype=np.float64)
@@ -124,6 +136,7 @@ def check_output_space(space, Y, Y2, rng):
         U = rng.normal(size=Z.shape)
         if U.ndim == 3:
             U = 0.5 * (U + np.swapaxes(U, 1, 2))
+        U = _tangent(space, Z, U)
         slope = _taylor_slope(lambda z: float(np.sum(_element_loss(space, z, T))), Z, G, U)
         assert slope is None or slope > 1.8, (name, slope)
     # the configuration round-trips through JSON
