@@ -149,12 +149,14 @@ class FenchelYoungEstimator(_LabelOutputTags, BaseEstimator):
     ----------
     output : {"multiclass", "multilabel", "ranking", "ordinal"} or a discrete space object
         The output space (its 0/1 encoding, MAP oracle and loss; see
-        :mod:`psdsos.structured.spaces.discrete`).
+        :mod:`psdsos.structured.spaces.discrete`): any registered space, or space object,
+        that declares ``projection_sets`` (plug-ins included).
     projection_set : {"marginal", "unit_cube", "row_simplex", "knapsack", "reals", "nonneg"}
         The convex set :math:`\mathcal C \supseteq \varphi(\mathcal Y)` of eq. 5:
         the space's marginal polytope, the unit cube, row-stochastic matrices (ranking),
         the knapsack polytope (multilabel: its marginal polytope), the whole space (the
         squared loss for Euclidean, :math:`e^{\theta-1}` for KL) or the non-negative orthant.
+        One of the sets the output space declares (its ``projection_sets``).
     projection : {"euclidean", "kl"}
         :math:`\Psi = \tfrac12\|\cdot\|^2` or :math:`\langle u, \log u\rangle`.
     model : {"linear", "kernel"}
