@@ -10,9 +10,10 @@ Layout:
   (:class:`EuclideanSpace`, :func:`project_psd_cone`), ``spd`` (:class:`SPDSpace`, its
   Riemannian Newton decoder in ``_spd_newton``), ``log_euclidean``
   (:class:`LogEuclideanSPDSpace`), ``bures`` (:class:`BuresSpace`), ``sphere``
-  (:class:`SphereSpace`), ``fisher`` (:class:`FisherSimplexSpace`) and ``discrete``
-  (:class:`MulticlassSpace`, :class:`MultilabelSpace`, :class:`RankingSpace`,
-  :class:`OrdinalSpace`);
+  (:class:`SphereSpace`), ``fisher`` (:class:`FisherSimplexSpace`), ``multiclass``
+  (:class:`MulticlassSpace`), ``multilabel`` (:class:`MultilabelSpace`), ``ranking``
+  (:class:`RankingSpace`) and ``ordinal`` (:class:`OrdinalSpace`), re-exported by
+  ``discrete``;
 * :mod:`psdsos.structured.polytopes` -- the marginal polytopes of the discrete spaces
   (``Simplex``, ``UnitCube``, ``Knapsack``, ``Birkhoff``, ``OrderSimplex``) and the
   projection sets ``RowSimplex`` and ``Permutahedron``: MAP oracles, CVXPY constraints, the
@@ -24,8 +25,9 @@ Layout:
 * :func:`fenchel_young_loss` -- the projection-based Fenchel-Young losses (Blondel, eq. 6),
   and :class:`FenchelYoungEstimator`, trained on them with calibrated decoding (eq. 11);
 * the interface every space follows, :class:`OutputSpace`, is documented in
-  :mod:`psdsos.structured._base`; the negative-weight policy of the manifold spaces in
-  :mod:`psdsos.structured._common`.
+  :mod:`psdsos.structured._base`; a space is registered by name with
+  :func:`register_output_space` where its class is defined (a plug-in is one module); the
+  negative-weight policy of the manifold spaces in :mod:`psdsos.structured._common`.
 
 Everything listed in ``__all__`` is importable from ``psdsos.structured`` directly.
 """
@@ -36,6 +38,7 @@ from psdsos.structured._estimator import KRLSEstimator, SELFEstimator
 from psdsos.structured._fenchel_young import fenchel_young_loss
 from psdsos.structured._fy_estimator import FenchelYoungEstimator
 from psdsos.structured._localized import LocalizedSELF, intra_locality
+from psdsos.structured._plugins import register_output_space
 from psdsos.structured._registry import CONTINUOUS_SPACES, get_output_space, output_spaces
 from psdsos.structured.polytopes import project_box, project_simplex
 from psdsos.structured.spaces import (
@@ -78,6 +81,7 @@ __all__ = [
     "check_alpha",
     "get_output_space",
     "output_spaces",
+    "register_output_space",
     "policy_weights",
     "project_box",
     "project_psd_cone",

@@ -16,6 +16,17 @@ Contract every output space follows
 -----------------------------------
 * ``name``: the string of ARCHITECTURE.md ("euclidean", "spd", ...).
 * ``decode_methods``: tuple of the methods it offers, the first one is what "auto" means.
+* ``is_classification``: True for spaces of class labels (``classes_``, ``encode(Y)`` the
+  positions in ``classes_``): the estimators are then scikit-learn classifiers.
+* ``projection_sets``: ``{name: build}`` of the convex sets
+  :class:`psdsos.structured.FenchelYoungEstimator` may project onto, ``build(space)`` giving
+  the set of the fitted space (``shape``, ``project_euclidean``, ``project_kl``); empty
+  (the default) for spaces that are not vertices of a polytope.  Spaces that declare sets
+  also offer ``embed(Y)``, ``polytope_`` (its ``map_oracle``), ``affine_decomposition()``
+  (V, b, c of the loss) and ``from_vertices(M)`` (outputs from vertices).
+* ``symmetric_loss``: True when ``loss(a, b) == loss(b, a)`` (checked by the contract test).
+* Registered by name with ``@register_output_space("name")``
+  (:func:`psdsos.structured.register_output_space`), which sets ``name``.
 * ``check_Y(Y, name="Y")``: validate (finite, right shape, in the space) and return the
   canonical float/int array; ValueError naming ``name`` otherwise.
 * ``loss(Y_true, Y_pred)``: per-sample loss, shape (n,).
@@ -69,6 +80,9 @@ class OutputSpace:
 
     name = "abstract"
     decode_methods: tuple = ()
+    is_classification: bool = False
+    projection_sets: dict[str, Any] = {}  # never mutated: subclasses assign their own
+    symmetric_loss: bool = False
     #: Attributes holding caches built on first use (CVXPY problems and the solver objects
     #: they keep): reset to None when the space is pickled or deep-copied, then rebuilt.
     _cache_attrs: tuple = ("_problem", "_lp")

@@ -29,7 +29,6 @@ from psdsos.sos import PSDModel
 from psdsos.structured._base import OutputSpace, resolve_method
 from psdsos.structured._krr_weights import nystrom_ridge_factor, ridge_cholesky, ridge_solve
 from psdsos.structured._registry import get_output_space, output_spaces
-from psdsos.structured.spaces.discrete import _LabelSpace
 
 __all__ = ["SELFEstimator", "KRLSEstimator"]
 
@@ -68,9 +67,9 @@ class _LabelOutputTags:
         """True when the output space is a space of class labels (multiclass, ordinal)."""
         out = self.output
         if isinstance(out, OutputSpace):
-            return isinstance(out, _LabelSpace)
+            return out.is_classification
         cls = output_spaces().get(out.lower()) if isinstance(out, str) else None
-        return cls is not None and issubclass(cls, _LabelSpace)
+        return cls is not None and cls.is_classification
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -493,8 +492,7 @@ class KRLSEstimator(_KernelWeights):
         alpha = self.scores(X)
         space = self.output_space_
         # class labels ("ordinal"): ridge regression of the positions in classes_
-        Ytr = (space.encode(space.Y_train_) if isinstance(space, _LabelSpace)
-               else space.Y_train_)
+        Ytr = space.encode(space.Y_train_) if space.is_classification else space.Y_train_
         Z = np.tensordot(alpha, np.asarray(Ytr, dtype=np.float64), axes=(1, 0))
         P = space.project(Z)
         if getattr(space, "_1d", False):

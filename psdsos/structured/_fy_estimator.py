@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import numbers
 import warnings
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -38,21 +39,47 @@ from psdsos.structured._base import OutputSpace
 from psdsos.structured._estimator import _LabelOutputTags
 from psdsos.structured._fenchel_young import fenchel_young_loss
 from psdsos.structured._projections import project_birkhoff
-from psdsos.structured.polytopes import Birkhoff, RowSimplex, UnitCube
+from psdsos.structured._registry import output_spaces
+from psdsos.structured.polytopes import Birkhoff
 from psdsos.structured.spaces.discrete import DISCRETE_SPACES
 
 __all__ = ["FenchelYoungEstimator", "PROJECTION_SETS"]
 
-#: Projection sets by name, and the outputs they apply to ("marginal": the output space's
-#: marginal polytope; "knapsack" is multilabel's marginal polytope with its count bounds).
-PROJECTION_SETS = {
-    "marginal": ("multiclass", "multilabel", "ranking", "ordinal"),
-    "unit_cube": ("multiclass", "multilabel", "ranking", "ordinal"),
-    "row_simplex": ("ranking",),
-    "knapsack": ("multilabel",),
-    "reals": ("multiclass", "multilabel", "ranking", "ordinal"),
-    "nonneg": ("multiclass", "multilabel", "ranking", "ordinal"),
-}
+
+class _ProjectionSets(Mapping):
+    """Projection sets by name and the registered outputs they apply to, read from the
+    spaces' own ``projection_sets`` ("marginal": the output space's marginal polytope;
+    "knapsack" is multilabel's marginal polytope with its count bounds).  Read-only."""
+
+    def _table(self):
+        table: dict[str, tuple[str, ...]] = {}
+        for name, cls in output_spaces().items():
+            for s in cls.projection_sets:
+                table[s] = (*table.get(s, ()), name)
+        return table
+
+    def __getitem__(self, name: str) -> tuple[str, ...]:
+        return self._table()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+    def __repr__(self) -> str:
+        return repr(self._table())
+
+
+#: ``{set name: (output names, ...)}``, a read-only view of the registered spaces.
+PROJECTION_SETS: Mapping[str, tuple[str, ...]] = _ProjectionSets()
+
+
+class _ProjectionSetOption:
+    """``projection_set``: a set some registered output space declares (checked at fit)."""
+
+    def check(self, name, value, owner):
+        Options(sorted(PROJECTION_SETS)).check(name, value, owner)
 
 
 class _Flat:
@@ -72,22 +99,6 @@ class _Flat:
 
     def project_kl(self, t):
         return self._apply(self.polytope.project_kl, t)
-
-
-class _Orthant:
-    """R^p ("reals") or the non-negative orthant ("nonneg"): Euclidean projections identity
-    or max(t, 0); the KL projection onto either (the domain of <u, log u>) is e^{t - 1}."""
-
-    def __init__(self, p, nonneg):
-        self.shape = (p,)
-        self.nonneg = nonneg
-
-    def project_euclidean(self, t):
-        t = np.asarray(t, dtype=np.float64)
-        return np.maximum(t, 0.0) if self.nonneg else t
-
-    def project_kl(self, t):
-        return np.exp(np.minimum(np.asarray(t, dtype=np.float64) - 1.0, 700.0))
 
 
 class _WarmBirkhoff(_Flat):
@@ -130,12 +141,14 @@ class FenchelYoungEstimator(_LabelOutputTags, SavedEstimator, BaseEstimator):
     ----------
     output : {"multiclass", "multilabel", "ranking", "ordinal"} or a discrete space object
         The output space (its 0/1 encoding, MAP oracle and loss; see
-        :mod:`psdsos.structured.spaces.discrete`).
+        :mod:`psdsos.structured.spaces.discrete`): any registered space, or space object,
+        that declares ``projection_sets`` (plug-ins included).
     projection_set : {"marginal", "unit_cube", "row_simplex", "knapsack", "reals", "nonneg"}
         The convex set :math:`\mathcal C \supseteq \varphi(\mathcal Y)` of eq. 5:
         the space's marginal polytope, the unit cube, row-stochastic matrices (ranking),
         the knapsack polytope (multilabel: its marginal polytope), the whole space (the
         squared loss for Euclidean, :math:`e^{\theta-1}` for KL) or the non-negative orthant.
+        One of the sets the output space declares (its ``projection_sets``).
     projection : {"euclidean", "kl"}
         :math:`\Psi = \tfrac12\|\cdot\|^2` or :math:`\langle u, \log u\rangle`.
     model : {"linear", "kernel"}
@@ -160,7 +173,7 @@ class FenchelYoungEstimator(_LabelOutputTags, SavedEstimator, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "projection_set": Options(sorted(PROJECTION_SETS)),
+        "projection_set": _ProjectionSetOption(),
         "projection": Options(["euclidean", "kl"]),
         "model": Options(["linear", "kernel"]),
         "kernel": KERNEL_OPTIONS,
@@ -191,34 +204,24 @@ class FenchelYoungEstimator(_LabelOutputTags, SavedEstimator, BaseEstimator):
 
     # ---- set-up ---------------------------------------------------------------------------
     def _space(self):
+        """A fresh space (fit must not change the parameter) that declares projection sets."""
         out = self.output
-        if isinstance(out, str):
-            if out.lower() not in DISCRETE_SPACES:
-                raise ValueError(f"output must be one of {sorted(DISCRETE_SPACES)} or a "
-                                 f"discrete output space object, got {out!r}")
-            return DISCRETE_SPACES[out.lower()]()
-        if not isinstance(out, tuple(DISCRETE_SPACES.values())):
+        cls = output_spaces().get(out.lower()) if isinstance(out, str) else type(out)
+        if not (isinstance(cls, type) and issubclass(cls, OutputSpace) and cls.projection_sets):
             raise ValueError(f"output must be one of {sorted(DISCRETE_SPACES)} or a discrete "
-                             f"output space object, got {out!r}")
-        return copy.deepcopy(out)  # a fresh space: fit must not change the parameter
+                             f"output space object (one that declares projection_sets), got "
+                             f"{out!r}")
+        return cls() if isinstance(out, str) else copy.deepcopy(out)
 
     def _set(self, space):
-        name = self.projection_set
-        kind = next(n for n, c in DISCRETE_SPACES.items() if isinstance(space, c))
-        if kind not in PROJECTION_SETS[name]:
-            raise ValueError(f"projection_set={name!r} does not apply to output {kind!r}; "
-                             f"use one of {[n for n, o in PROJECTION_SETS.items() if kind in o]}")
-        poly = space.polytope_
-        p = int(np.prod(poly.shape))
-        if name == "marginal" and isinstance(poly, Birkhoff):
-            return _WarmBirkhoff(poly)
-        if name in ("marginal", "knapsack"):
-            return _Flat(poly)
-        if name == "unit_cube":
-            return _Flat(UnitCube(p))
-        if name == "row_simplex":
-            return _Flat(RowSimplex(poly.shape[0]))
-        return _Orthant(p, nonneg=(name == "nonneg"))
+        """The projection set of the fitted space, on flattened scores."""
+        name = self.projection_set.lower()
+        if name not in space.projection_sets:
+            raise ValueError(f"projection_set={self.projection_set!r} does not apply to output "
+                             f"{space.name!r}; use one of {list(space.projection_sets)}")
+        C = space.projection_sets[name](space)
+        # the Birkhoff projections warm-start from the previous call's dual variables
+        return _WarmBirkhoff(C) if isinstance(C, Birkhoff) else _Flat(C)
 
     def _features(self, X):
         if self.model == "linear":
@@ -331,7 +334,7 @@ class FenchelYoungEstimator(_LabelOutputTags, SavedEstimator, BaseEstimator):
         mu = np.asarray(mu, dtype=np.float64).reshape(-1, int(np.prod(shape)))
         theta = -(mu @ self._V.T + self._b)
         M = self.space_.polytope_.map_oracle(theta.reshape((-1,) + shape))
-        return self.space_._from_vertices(M)
+        return self.space_.from_vertices(M)
 
     def predict(self, X: ArrayLike) -> np.ndarray:
         """Calibrated decoding of the projected scores."""
@@ -339,7 +342,10 @@ class FenchelYoungEstimator(_LabelOutputTags, SavedEstimator, BaseEstimator):
 
     def score(self, X: ArrayLike, y: ArrayLike) -> float:
         """The output space's score (accuracy for multiclass, minus the mean loss else)."""
-        return self.space_.score(np.asarray(y), self.predict(X))
+        space, P = self.space_, self.predict(X)
+        if hasattr(space, "score"):  # optional in the OutputSpace contract
+            return space.score(np.asarray(y), P)
+        return -float(np.mean(space.loss(np.asarray(y), P)))
 
     # ---- persistence: the saved file (psdsos.load); d = n_features_in_, p the encoding's
     # size, n training outputs ------------------------------------------------------------

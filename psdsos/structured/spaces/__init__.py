@@ -28,26 +28,28 @@ batched over test points, with weights :math:`w` from the kernel-ridge weights
   Fisher-Rao geometry through the square-root map onto the sphere (section 4.4);
 * :mod:`~psdsos.structured.spaces.orientation` -- :class:`OrientationSpace`, angles modulo
   pi with the loss sin^2(z - y), exact closed-form decoding (localized paper, section 6.2);
-* :mod:`~psdsos.structured.spaces.discrete` -- :class:`MulticlassSpace`,
-  :class:`MultilabelSpace`, :class:`RankingSpace`, :class:`OrdinalSpace`: discrete outputs
+* :mod:`~psdsos.structured.spaces.multiclass` -- :class:`MulticlassSpace`,
+  :mod:`~psdsos.structured.spaces.multilabel` -- :class:`MultilabelSpace`,
+  :mod:`~psdsos.structured.spaces.ranking` -- :class:`RankingSpace`,
+  :mod:`~psdsos.structured.spaces.ordinal` -- :class:`OrdinalSpace`: discrete outputs
   decoded by the MAP oracle or the LP of their marginal polytope
   (:mod:`psdsos.structured.polytopes`; Blondel, "Structured Prediction with Projection
-  Oracles", NeurIPS 2019).
+  Oracles", NeurIPS 2019), sharing :mod:`~psdsos.structured.spaces._polytope_space` (and
+  ``_label_space`` for class labels); :mod:`~psdsos.structured.spaces.discrete` re-exports
+  the four.
 
 The interface every space follows is :class:`psdsos.structured.OutputSpace`.
 """
 
 from psdsos.structured.spaces.bures import BuresSpace
-from psdsos.structured.spaces.discrete import (
-    MulticlassSpace,
-    MultilabelSpace,
-    OrdinalSpace,
-    RankingSpace,
-)
 from psdsos.structured.spaces.euclidean import EuclideanSpace, project_psd_cone
 from psdsos.structured.spaces.fisher import FisherSimplexSpace
 from psdsos.structured.spaces.log_euclidean import LogEuclideanSPDSpace
+from psdsos.structured.spaces.multiclass import MulticlassSpace
+from psdsos.structured.spaces.multilabel import MultilabelSpace
+from psdsos.structured.spaces.ordinal import OrdinalSpace
 from psdsos.structured.spaces.orientation import OrientationSpace
+from psdsos.structured.spaces.ranking import RankingSpace
 from psdsos.structured.spaces.spd import SPDSpace
 from psdsos.structured.spaces.sphere import SphereSpace
 

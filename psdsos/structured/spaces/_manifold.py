@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from psdsos.geometry._matfun import spectral
 from psdsos.structured._common import as_finite, check_float, check_int, check_policy
 
 _TINY = np.finfo(np.float64).tiny
@@ -25,11 +26,35 @@ def _chunks(idx, per_point, budget=_BLOCK_BUDGET):
         yield idx[s : s + size]
 
 
-def _check_spd_stack(Y, name):
+def _check_spd_stack(Y, name, check=None):
+    """Finite (n, d, d) matrices, then ``check(A, name)`` (``check_spd`` / ``check_psd``)
+    when given and n > 0; ValueError naming ``name`` otherwise."""
     A = as_finite(Y, name)
     if A.ndim != 3 or A.shape[1] != A.shape[2] or A.shape[1] < 1:
         raise ValueError(f"{name} must have shape (n_samples, d, d), got {A.shape}")
+    return check(A, name) if check is not None and len(A) else A
+
+
+def _check_rows(Y, name):
+    """Finite (n, k) vectors, k >= 1; ValueError naming ``name`` otherwise."""
+    A = as_finite(Y, name)
+    if A.ndim != 2 or A.shape[1] < 1:
+        raise ValueError(f"{name} must have shape (n_samples, k), got {A.shape}")
     return A
+
+
+def _congruence_eigh(Y, Y_train, inverse):
+    r"""Y^{1/2} and Y^{-1/2} of a batch Y (m, d, d) (eigenvalues floored at the tiny float),
+    and the eigendecompositions (values (m, n, d), vectors (m, n, d, d)) of the symmetrized
+    :math:`R Y_i R` for every training matrix, R = Y^{-1/2} if ``inverse`` else Y^{1/2}."""
+    s, U = np.linalg.eigh(Y)
+    s = np.maximum(s, _TINY)
+    Yh = spectral(np.sqrt(s), U)
+    Yih = spectral(1.0 / np.sqrt(s), U)
+    R = Yih if inverse else Yh
+    M = R[:, None] @ Y_train[None] @ R[:, None]
+    mw, mV = np.linalg.eigh(0.5 * (M + np.swapaxes(M, -1, -2)))
+    return Yh, Yih, mw, mV
 
 
 def _warn_not_converged(space, gnorm, tol, max_iter, advice="increase max_iter or tol"):

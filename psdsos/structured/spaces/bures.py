@@ -14,10 +14,12 @@ from psdsos.geometry import bures_wasserstein_distance_squared, check_psd, sqrtm
 from psdsos.geometry._matfun import spectral
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import check_float, policy_weights, solve_parametric
+from psdsos.structured._plugins import register_output_space
 from psdsos.structured.spaces._manifold import (
     _TINY,
     _check_spd_stack,
     _chunks,
+    _congruence_eigh,
     _RGDOptions,
     _warn_not_converged,
 )
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["BuresSpace"]
 
 
+@register_output_space("bures")
 class BuresSpace(_RGDOptions, OutputSpace):
     r"""PSD matrices with the squared Bures-Wasserstein distance; the decoding is a barycenter.
 
@@ -94,8 +97,8 @@ class BuresSpace(_RGDOptions, OutputSpace):
         matrix to about its square root: use "rgd" for high accuracy).
     """
 
-    name = "bures"
     decode_methods = ("cvxpy", "rgd")
+    symmetric_loss = True
 
     def __init__(self, *, max_iter: int = 100, tol: float = 1e-8, solver: str = "CLARABEL",
                  solver_tol: float = 1e-8) -> None:
@@ -107,8 +110,7 @@ class BuresSpace(_RGDOptions, OutputSpace):
 
     def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
         """(n, d, d) symmetric PSD matrices (rank-deficient allowed)."""
-        A = _check_spd_stack(Y, name)
-        return check_psd(A, name) if len(A) else A
+        return _check_spd_stack(Y, name, check_psd)
 
     def fit(self, Y_train: ArrayLike) -> BuresSpace:
         self._check_options()
@@ -140,12 +142,7 @@ class BuresSpace(_RGDOptions, OutputSpace):
         return 2.0 * (np.eye(self.Y_train_.shape[-1]) - Tbar)
 
     def _tbar(self, Y, W):
-        s, U = np.linalg.eigh(Y)
-        s = np.maximum(s, _TINY)
-        Yh = spectral(np.sqrt(s), U)
-        Yih = spectral(1.0 / np.sqrt(s), U)
-        M = Yh[:, None] @ self.Y_train_[None] @ Yh[:, None]
-        mw, mV = np.linalg.eigh(0.5 * (M + np.swapaxes(M, -1, -2)))
+        _, Yih, mw, mV = _congruence_eigh(Y, self.Y_train_, inverse=False)
         R = mV * (W[..., None] * np.sqrt(np.maximum(mw, 0.0)))[..., None, :]
         A = (R @ np.swapaxes(mV, -1, -2)).sum(axis=1)
         A = 0.5 * (A + np.swapaxes(A, -1, -2))

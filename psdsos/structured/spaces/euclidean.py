@@ -40,6 +40,7 @@ from numpy.typing import ArrayLike, NDArray
 from psdsos.sos import project_psd
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import as_finite, check_float, solve_parametric
+from psdsos.structured._plugins import register_output_space
 from psdsos.structured.polytopes import project_box, project_simplex
 
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ def project_psd_cone(S: ArrayLike, floor: float = 0.0) -> NDArray[np.float64]:
 
 
 # --------------------------------------------------------------------------------------
+@register_output_space("euclidean")
 class EuclideanSpace(OutputSpace):
     r"""Vectors with the squared loss, optionally constrained to a convex set.
 

@@ -12,8 +12,14 @@ from numpy.typing import ArrayLike
 
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import as_finite, check_float
+from psdsos.structured._plugins import register_output_space
 from psdsos.structured.polytopes import project_simplex
-from psdsos.structured.spaces._manifold import _MIN_STEP, _RGDOptions, _warn_not_converged
+from psdsos.structured.spaces._manifold import (
+    _MIN_STEP,
+    _check_rows,
+    _RGDOptions,
+    _warn_not_converged,
+)
 from psdsos.structured.spaces.sphere import (
     SphereSpace,
     _next_step,
@@ -94,6 +100,7 @@ def cone_projection_norm(z: np.ndarray, u: np.ndarray, c: np.ndarray,
     return np.linalg.norm(v, axis=1)
 
 
+@register_output_space("fisher_simplex")
 class FisherSimplexSpace(_RGDOptions, OutputSpace):
     r"""Histograms with the Fisher-Rao geometry, through the square-root map (section 4.4).
 
@@ -152,8 +159,8 @@ class FisherSimplexSpace(_RGDOptions, OutputSpace):
         First-order measure at each prediction (see above).
     """
 
-    name = "fisher_simplex"
     decode_methods = ("rgd",)
+    symmetric_loss = True
 
     def __init__(self, *, eps: float = 1e-5, weights: str = "signed", max_iter: int = 200,
                  tol: float = 1e-8) -> None:
@@ -164,9 +171,7 @@ class FisherSimplexSpace(_RGDOptions, OutputSpace):
 
     def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
         """(n, k) histograms: non-negative rows summing to 1 (to 1e-8)."""
-        A = as_finite(Y, name)
-        if A.ndim != 2 or A.shape[1] < 1:
-            raise ValueError(f"{name} must have shape (n_samples, k), got {A.shape}")
+        A = _check_rows(Y, name)
         if A.size and (A.min() < -1e-12 or np.abs(A.sum(axis=1) - 1.0).max() > 1e-8):
             raise ValueError(
                 f"{name} rows must be histograms: non-negative entries summing to 1"

@@ -10,18 +10,19 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
 
-from psdsos.geometry import check_spd, log_euclidean_distance, logm_spd
+from psdsos.geometry import log_euclidean_distance
 from psdsos.geometry._matfun import spectral
-from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
+from psdsos.structured._base import check_alpha, resolve_method
 from psdsos.structured._common import check_policy, policy_weights, warn_no_minimizer
-from psdsos.structured.spaces._manifold import _check_spd_stack
+from psdsos.structured._plugins import register_output_space
 from psdsos.structured.spaces._spd_robust import LOG_COND as _LOG_COND
 from psdsos.structured.spaces._spd_robust import clip_window as _clip_window
-from psdsos.structured.spaces.spd import _clip_eigenvalues
+from psdsos.structured.spaces.spd import _SPDLogs
 
 __all__ = ["LogEuclideanSPDSpace"]
 
-class LogEuclideanSPDSpace(OutputSpace):
+@register_output_space("spd_logeuclidean")
+class LogEuclideanSPDSpace(_SPDLogs):
     r"""SPD matrices with the squared log-Euclidean distance; closed-form decoding.
 
     .. math::
@@ -63,30 +64,18 @@ class LogEuclideanSPDSpace(OutputSpace):
         Set by ``decode``: True where the signed weights were decoded (eq. 2).
     """
 
-    name = "spd_logeuclidean"
     decode_methods = ("closed_form",)
+    symmetric_loss = True
 
     def __init__(self, *, weights: str = "signed") -> None:
         self.weights = weights
 
-    def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
-        """(n, d, d) symmetric positive definite matrices; ValueError naming ``name``."""
-        A = _check_spd_stack(Y, name)
-        return check_spd(A, name) if len(A) else A
-
-    def fit(self, Y_train: ArrayLike) -> LogEuclideanSPDSpace:
+    def _check_options(self):
         check_policy(self.weights)
-        self.Y_train_ = self.check_Y(Y_train, "Y")
-        self.logs_ = logm_spd(self.Y_train_)
-        return self
 
     def loss(self, Y_true: ArrayLike, Y_pred: ArrayLike) -> np.ndarray:
         """Squared log-Euclidean distances, shape (n,)."""
         return np.atleast_1d(log_euclidean_distance(Y_true, Y_pred)) ** 2
-
-    def project(self, Z: ArrayLike, floor: float = 1e-12) -> np.ndarray:
-        """KRLS projection: eigenvalue clipping as :meth:`SPDSpace.project`."""
-        return _clip_eigenvalues(Z, floor)
 
     def decode(self, alpha: ArrayLike, method: str = "auto") -> np.ndarray:
         """exp(sum_i w_i log Y_i), shape (n_test, d, d)."""

@@ -28,6 +28,7 @@ from numpy.typing import ArrayLike
 
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import as_finite
+from psdsos.structured._plugins import register_output_space
 
 __all__ = ["OrientationSpace", "wrap_orientation"]
 
@@ -39,6 +40,7 @@ def wrap_orientation(y: ArrayLike) -> np.ndarray:
     return np.where(z == -np.pi / 2, np.pi / 2, z)
 
 
+@register_output_space("orientation")
 class OrientationSpace(OutputSpace):
     r"""Orientations (angles modulo pi), loss :math:`\sin^2(z - y)`, exact closed-form decoding.
 

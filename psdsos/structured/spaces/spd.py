@@ -5,7 +5,7 @@ eigenvectors tracked across iterations (:mod:`psdsos.structured.spaces._spd_newt
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -15,11 +15,13 @@ from psdsos.geometry._checks import SPD_TOL
 from psdsos.geometry._matfun import spectral
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import as_finite, policy_weights, warn_no_minimizer
+from psdsos.structured._plugins import register_output_space
 from psdsos.structured.spaces import _spd_robust
 from psdsos.structured.spaces._manifold import (
     _TINY,
     _check_spd_stack,
     _chunks,
+    _congruence_eigh,
     _RGDOptions,
     _warn_not_converged,
 )
@@ -48,7 +50,39 @@ def _clip_eigenvalues(Z: ArrayLike, floor: float) -> np.ndarray:
     return spectral(np.maximum(w, fl), V)
 
 
-class SPDSpace(_RGDOptions, OutputSpace):
+_LogsT = TypeVar("_LogsT", bound="_SPDLogs")
+
+
+class _SPDLogs(OutputSpace):
+    """SPD outputs stored with their logarithms ``logs_`` and projected by eigenvalue
+    clipping (:class:`SPDSpace`, :class:`LogEuclideanSPDSpace`); ``_check_options`` checks
+    the constructor arguments at fit."""
+
+    def _check_options(self):
+        raise NotImplementedError
+
+    def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
+        """(n, d, d) symmetric positive definite matrices; ValueError naming ``name``."""
+        return _check_spd_stack(Y, name, check_spd)
+
+    def fit(self: _LogsT, Y_train: ArrayLike) -> _LogsT:
+        """Check the options, store the training matrices and their logarithms; self."""
+        self._check_options()
+        self.Y_train_ = self.check_Y(Y_train, "Y")
+        self.logs_ = logm_spd(self.Y_train_)
+        return self
+
+    def project(self, Z: ArrayLike, floor: float = 1e-12) -> np.ndarray:
+        r"""KRLS projection (Appendix G): eigenvalues below ``floor`` set to ``floor``.
+
+        The floor is raised to ``1e-10 * max eigenvalue`` when that is larger, so that the
+        result is numerically SPD (condition number at most 1e10).
+        """
+        return _clip_eigenvalues(Z, floor)
+
+
+@register_output_space("spd")
+class SPDSpace(_RGDOptions, _SPDLogs):
     r"""SPD matrices with the squared affine-invariant distance (manifold paper, eq. 16).
 
     .. math::
@@ -139,8 +173,8 @@ class SPDSpace(_RGDOptions, OutputSpace):
         was used.
     """
 
-    name = "spd"
     decode_methods = ("rgd",)
+    symmetric_loss = True
 
     def __init__(self, *, weights: str = "signed", max_iter: int = 100,
                  tol: float = 1e-8) -> None:
@@ -148,28 +182,9 @@ class SPDSpace(_RGDOptions, OutputSpace):
         self.max_iter = max_iter
         self.tol = tol
 
-    def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
-        """(n, d, d) symmetric positive definite matrices; ValueError naming ``name``."""
-        A = _check_spd_stack(Y, name)
-        return check_spd(A, name) if len(A) else A
-
-    def fit(self, Y_train: ArrayLike) -> SPDSpace:
-        self._check_options()
-        self.Y_train_ = self.check_Y(Y_train, "Y")
-        self.logs_ = logm_spd(self.Y_train_)
-        return self
-
     def loss(self, Y_true: ArrayLike, Y_pred: ArrayLike) -> np.ndarray:
         """Squared affine-invariant distances, shape (n,)."""
         return np.atleast_1d(affine_invariant_distance(Y_true, Y_pred)) ** 2
-
-    def project(self, Z: ArrayLike, floor: float = 1e-12) -> np.ndarray:
-        r"""KRLS projection (Appendix G): eigenvalues below ``floor`` set to ``floor``.
-
-        The floor is raised to ``1e-10 * max eigenvalue`` when that is larger, so that the
-        result is numerically SPD (condition number at most 1e10).
-        """
-        return _clip_eigenvalues(Z, floor)
 
     # ---- the objective (public for tests and diagnostics) ---------------------------
     def objective(self, Y: ArrayLike, w: ArrayLike) -> np.ndarray:
@@ -186,12 +201,7 @@ class SPDSpace(_RGDOptions, OutputSpace):
         return -2.0 * Yh @ G @ Yh
 
     def _eval(self, Y, W):
-        s, U = np.linalg.eigh(Y)
-        s = np.maximum(s, _TINY)
-        Yh = spectral(np.sqrt(s), U)
-        Yih = spectral(1.0 / np.sqrt(s), U)
-        M = Yih[:, None] @ self.Y_train_[None] @ Yih[:, None]
-        mw, mV = np.linalg.eigh(0.5 * (M + np.swapaxes(M, -1, -2)))
+        Yh, _, mw, mV = _congruence_eigh(Y, self.Y_train_, inverse=True)
         lm = np.log(np.maximum(mw, _TINY))
         F = np.einsum("an,anj->a", W, lm * lm)
         G = ((mV * (W[..., None] * lm)[..., None, :]) @ np.swapaxes(mV, -1, -2)).sum(axis=1)

@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike
 from psdsos.geometry._sphere import geodesic_angle
 from psdsos.structured._base import OutputSpace, check_alpha, resolve_method
 from psdsos.structured._common import as_finite
+from psdsos.structured._plugins import register_output_space
 from psdsos.structured.spaces._manifold import (
     _BLOCK_BUDGET,
     _MIN_STEP,
@@ -143,6 +144,7 @@ def _unit_rows(Z: np.ndarray) -> np.ndarray:
     return Z / nrm[..., None]
 
 
+@register_output_space("sphere")
 class SphereSpace(_RGDOptions, OutputSpace):
     r"""Unit vectors of :math:`S^{k-1}` with the squared geodesic distance (eq. 17, Table 1).
 
