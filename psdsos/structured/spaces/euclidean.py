@@ -135,6 +135,7 @@ class EuclideanSpace(OutputSpace):
     """
 
     name = "euclidean"
+    symmetric_loss = True
 
     def __init__(self, constraint: str | None = None, *, lo: float = 0.0, hi: float = 1.0,
                  solver: str = "CLARABEL", tol: float = 1e-9) -> None:

@@ -49,6 +49,7 @@ class OrientationSpace(OutputSpace):
     """
 
     name = "orientation"
+    symmetric_loss = True
     decode_methods = ("closed_form",)
 
     def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:

@@ -214,6 +214,7 @@ class SphereSpace(_RGDOptions, OutputSpace):
     """
 
     name = "sphere"
+    symmetric_loss = True
     decode_methods = ("rgd",)
     #: accepted deviation of a training output from unit norm (renormalized on input)
     unit_tol = 1e-6
