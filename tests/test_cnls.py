@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from psdsos import load
 from psdsos.datasets import make_convex_regression
-from psdsos.estimators._base import load
 from psdsos.estimators._cnls import PiecewiseLinearConvexRegressor, _solve_dense
 
 # Clarabel runs at 1e-10 on standardized data inside the estimator and at 1e-12 on the raw

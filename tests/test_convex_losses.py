@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from psdsos import ConvexRegressor
-from psdsos.estimators._base import load
+from psdsos import ConvexRegressor, load
 from psdsos.estimators._convex import NonConvexFitWarning
 from psdsos.features import ExactFeatures
 from psdsos.kernels import GaussianKernel

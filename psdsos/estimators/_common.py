@@ -9,8 +9,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.utils.validation import check_is_fitted
 
+from psdsos._params import Bool, Interval, RandomState, Verbose
 from psdsos._validation import validate_data
-from psdsos.estimators._base import Bool, Interval, RandomState, Verbose
 
 __all__: list[str] = []
 

@@ -16,7 +16,15 @@ from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 
-from psdsos._params import Bool, Interval, Options, validate_params
+from psdsos._params import (
+    KERNEL_OPTIONS,
+    Bandwidth,
+    Bool,
+    Interval,
+    Options,
+    _LossOptions,
+    validate_params,
+)
 from psdsos._persistence import SavedArray, SavedEstimator, SavedScalar, register_loadable
 from psdsos._validation import (
     FloatArray,
@@ -25,7 +33,6 @@ from psdsos._validation import (
 )
 from psdsos.estimators import _convex_certify as certify
 from psdsos.estimators import _convex_fit as fit_paths
-from psdsos.estimators._base import KERNEL_OPTIONS, Bandwidth, _LossOptions
 from psdsos.estimators._common import ITERATIVE_OPTIONS, fitted_input
 from psdsos.estimators._convex_certify import (
     AUTO_CORNER_FRACTION,

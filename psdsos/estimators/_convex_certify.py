@@ -15,8 +15,8 @@ import numpy as np
 from scipy.stats import qmc
 from sklearn.utils.validation import check_is_fitted
 
+from psdsos._params import resolve_kernel
 from psdsos._validation import caller_stacklevel, check_array_2d, check_random_state
-from psdsos.estimators._base import resolve_kernel
 from psdsos.estimators._weights import first_unique_rows
 from psdsos.features._features import _greedy_pivots
 

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from psdsos._params import resolve_kernel
 from psdsos._validation import check_random_state, scaled_mean_std, validate_data
-from psdsos.estimators._base import resolve_kernel
 from psdsos.estimators._common import check_regularization
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.features import ExactFeatures, NystromFeatures

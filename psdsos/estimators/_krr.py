@@ -16,9 +16,15 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.utils.validation import check_is_fitted
 
-from psdsos._params import Bool, Interval, validate_params
+from psdsos._params import (
+    KERNEL_OPTIONS,
+    Bandwidth,
+    Bool,
+    Interval,
+    resolve_kernel,
+    validate_params,
+)
 from psdsos._validation import FloatArray, validate_data
-from psdsos.estimators._base import KERNEL_OPTIONS, Bandwidth, resolve_kernel
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.kernels import Kernel
 

@@ -11,7 +11,15 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.utils.validation import _check_sample_weight
 
-from psdsos._params import Interval, Options, validate_params
+from psdsos._params import (
+    KERNEL_OPTIONS,
+    Bandwidth,
+    Interval,
+    Options,
+    _LossOptions,
+    resolve_kernel,
+    validate_params,
+)
 from psdsos._persistence import SavedEstimator, SavedScalar, register_loadable
 from psdsos._validation import (
     FloatArray,
@@ -20,7 +28,6 @@ from psdsos._validation import (
     check_psd_targets,
     validate_data,
 )
-from psdsos.estimators._base import KERNEL_OPTIONS, Bandwidth, _LossOptions, resolve_kernel
 from psdsos.estimators._common import ITERATIVE_OPTIONS, check_regularization, fitted_input
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.features import ExactFeatures, NystromFeatures

@@ -13,7 +13,15 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils import ClassifierTags
 from sklearn.utils.validation import check_is_fitted
 
-from psdsos._params import Interval, Options, RandomState, validate_params
+from psdsos._params import (
+    SELF_KERNEL_OPTIONS,
+    Bandwidth,
+    Interval,
+    Options,
+    RandomState,
+    resolve_kernel,
+    validate_params,
+)
 from psdsos._persistence import (
     SavedArray,
     SavedEstimator,
@@ -22,7 +30,6 @@ from psdsos._persistence import (
     register_loadable,
 )
 from psdsos._validation import PathLike, RandomStateLike, check_saved_meta, validate_data
-from psdsos.estimators._base import SELF_KERNEL_OPTIONS, Bandwidth, resolve_kernel
 from psdsos.features import NystromFeatures
 from psdsos.kernels import Kernel, get_kernel
 from psdsos.sos import PSDModel

@@ -30,10 +30,17 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
 from sklearn.utils.validation import check_is_fitted
 
-from psdsos._params import Bool, Interval, Options, validate_params
+from psdsos._params import (
+    KERNEL_OPTIONS,
+    Bandwidth,
+    Bool,
+    Interval,
+    Options,
+    resolve_kernel,
+    validate_params,
+)
 from psdsos._persistence import SavedArray, SavedEstimator, SavedScalar, register_loadable
 from psdsos._validation import PathLike, RandomStateLike, validate_data
-from psdsos.estimators._base import KERNEL_OPTIONS, Bandwidth, resolve_kernel
 from psdsos.kernels import Kernel, get_kernel
 from psdsos.structured._base import OutputSpace
 from psdsos.structured._estimator import _LabelOutputTags

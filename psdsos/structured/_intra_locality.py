@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from psdsos.estimators._base import resolve_kernel
+from psdsos._params import resolve_kernel
 from psdsos.kernels import Kernel, LinearKernel, get_kernel
 from psdsos.structured._common import as_finite
 from psdsos.structured.parts import Parts

@@ -36,10 +36,16 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from psdsos._params import Interval, Options, RandomState, validate_params
+from psdsos._params import (
+    SELF_KERNEL_OPTIONS,
+    Bandwidth,
+    Interval,
+    Options,
+    RandomState,
+    validate_params,
+)
 from psdsos._persistence import register_loadable, save_estimator
 from psdsos._validation import PathLike, RandomStateLike, check_random_state, validate_data
-from psdsos.estimators._base import SELF_KERNEL_OPTIONS, Bandwidth
 from psdsos.kernels import Kernel, LinearKernel, get_kernel
 from psdsos.structured._base import OutputSpace
 from psdsos.structured._estimator import _OutputOption, _params_from_meta, _space_from_meta

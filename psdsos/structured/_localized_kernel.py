@@ -26,7 +26,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from psdsos.estimators._base import resolve_kernel
+from psdsos._params import resolve_kernel
 from psdsos.features import cholesky_with_jitter
 from psdsos.structured._krr_weights import nystrom_ridge_factor, ridge_cholesky, ridge_solve
 from psdsos.structured._localized_checks import _sample_aux
