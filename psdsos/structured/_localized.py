@@ -6,20 +6,9 @@ The loss of a structured output decomposes over parts :math:`p \in P` (eq. 5),
 
     \Delta(z, y \mid x) = \sum_{p \in P} \pi(p \mid x)\, L_p(z_p, y_p \mid x_p),
 
-and the estimator of eq. 6 learns from an auxiliary dataset of (input, part, output-part)
-triples :math:`(\chi_j, p_j, \eta_j)_{j=1}^m` (Algorithm 1):
-
-.. math::
-
-    \hat f(x) = \operatorname*{argmin}_{z} \sum_{p \in P} \sum_{j=1}^m \alpha_j(x, p)\,
-        \pi(p \mid x)\, L_p(z_p, \eta_j), \qquad
-    \alpha(x, p) = (\mathbf K + m\lambda I)^{-1} \nu(x, p)  \quad \text{(eq. 9)},
-
-with a kernel on :math:`X \times P`: the restriction kernel
-:math:`K((x, p), (x', q)) = \bar K(x_p, x'_q)` (eq. 20), the universal kernel
-:math:`K_0(x, x')\,\delta_{pq}` (eq. 13), or their sum (Remark 3).
-
-The closed-form decoding element by element and the kernel on :math:`X \times P`:
+and :class:`LocalizedSELF` learns eq. 6 from an auxiliary dataset of (input, part,
+output-part) triples (Algorithm 1).  The kernel on :math:`X \times P`, the coefficient map
+of eq. 9 and the closed-form decoding element by element:
 :mod:`psdsos.structured._localized_kernel`; Algorithm 3:
 :mod:`psdsos.structured._localized_sgd`; what each output space offers:
 :meth:`psdsos.structured.OutputSpace.supports`.
@@ -44,11 +33,7 @@ from psdsos.kernels import Kernel, get_kernel
 from psdsos.structured._base import OutputSpace
 from psdsos.structured._estimator import _OutputOption, _params_from_meta, _space_from_meta
 from psdsos.structured._intra_locality import intra_locality
-from psdsos.structured._localized_checks import (
-    _check_elements,
-    _PartsOption,
-    _PartWeightsOption,
-)
+from psdsos.structured._localized_checks import _check_elements, _PartsOption, _PartWeightsOption
 from psdsos.structured._localized_checks import _sample_aux as _sample_aux  # re-exported
 from psdsos.structured._localized_kernel import _PartsKernel
 from psdsos.structured._localized_sgd import predict_sgd
@@ -62,7 +47,12 @@ def _landmarks(meta):
     """Whether a saved LocalizedSELF has a Nystrom fit (its landmark arrays)."""
     return meta["params"].get("n_landmarks") is not None
 
-# ----------------------------------------------------------------------------- estimator
+
+def _one_part(input_dim, y_shape):
+    """The default parts: one part holding the whole input and output."""
+    return Blocks(1, input_dim, int(np.prod(y_shape, dtype=np.int64)))
+
+
 @register_loadable
 class LocalizedSELF(_PartsKernel, SavedEstimator, BaseEstimator):
     r"""Structured prediction by parts: Algorithm 1 and eq. 6 of Ciliberto, Bach and Rudi.
@@ -264,7 +254,6 @@ class LocalizedSELF(_PartsKernel, SavedEstimator, BaseEstimator):
         tags.target_tags.multi_output = True
         return tags
 
-    # ---- helpers -------------------------------------------------------------------
     def _flat_X(self, X: ArrayLike, reset: bool) -> np.ndarray:
         """X validated as (n, input_dim); arrays of images (n, ...) are flattened row-major."""
         if isinstance(X, np.ndarray) and X.ndim > 2:
@@ -296,17 +285,9 @@ class LocalizedSELF(_PartsKernel, SavedEstimator, BaseEstimator):
         X = self._flat_X(X, reset=True)
         n, input_dim = X.shape
         Y0 = np.asarray(y) if not isinstance(y, np.ndarray) else y
-        if Y0.ndim == 1:
-            Y0 = Y0[:, None]
-            self._y_1d = True
-        else:
-            self._y_1d = False
-        parts: Parts
-        if self.parts is None:
-            parts = Blocks(1, input_dim, int(np.prod(Y0.shape[1:], dtype=np.int64))
-                           if Y0.ndim >= 2 else 1)
-        else:
-            parts = self.parts
+        self._y_1d = Y0.ndim == 1
+        Y0 = Y0[:, None] if self._y_1d else Y0
+        parts = self.parts if self.parts is not None else _one_part(input_dim, Y0.shape[1:])
         if parts.input_dim != input_dim:
             raise ValueError(f"X has {input_dim} features per sample but the parts {parts!r} "
                              f"expect input_dim = {parts.input_dim}")
@@ -330,22 +311,20 @@ class LocalizedSELF(_PartsKernel, SavedEstimator, BaseEstimator):
         V = space.element_fit(Y.reshape(n * parts.output_dim, *Y.shape[2:])).reshape(Y.shape)
         self.output_space_ = space
         self.y_shape_ = y_shape
+        self.__dict__.pop("classes_", None)
         if hasattr(space, "classes_"):
             self.classes_ = space.classes_
-        else:
-            self.__dict__.pop("classes_", None)
 
         # Algorithm 1: the auxiliary dataset, and the kernels on it
         rng = check_random_state(self.random_state)
         ii, pp = self._auxiliary_dataset(X, rng)
-        m = self.n_aux_
         self.X_fit_ = X
         # embedded auxiliary outputs Phi_eta (m, D)
         eta = V[ii[:, None], parts.output_index[pp]]  # (m, d_out, ...)
         # the raw auxiliary outputs are kept only for Algorithm 3
         self._eta = eta if sgd else None
-        E = (space.element_embed(eta).reshape(m, -1) if space.supports("element_closed_form")
-             else None)
+        E = (space.element_embed(eta).reshape(self.n_aux_, -1)
+             if space.supports("element_closed_form") else None)
         self._fit_coefficients(X, E, rng, keep_alpha=sgd)
         self._build_assembly()
         return self
@@ -403,15 +382,9 @@ class LocalizedSELF(_PartsKernel, SavedEstimator, BaseEstimator):
         if kind != fitted_for or (kind == "closed_form" and self.coef_ is None):
             raise ValueError(f"the model was fitted for decode_method={fitted_for!r}; refit it "
                              f"after changing decode_method (now {self.decode_method!r})")
-        if kind == "sgd":
-            Z = predict_sgd(self, X)
-        else:
-            Z = self._predict_closed_form(X)
-        if self._y_1d:
-            return Z[:, 0]
-        return Z.reshape(len(Z), *self.y_shape_)
+        Z = predict_sgd(self, X) if kind == "sgd" else self._predict_closed_form(X)
+        return Z[:, 0] if self._y_1d else Z.reshape(len(Z), *self.y_shape_)
 
-    # ---- score ---------------------------------------------------------------------
     def score(self, X: ArrayLike, y: ArrayLike) -> float:
         """Minus the mean loss of eq. 5 with uniform weights (the mean element loss);
         the fraction of correct elements for "multiclass"."""
@@ -421,15 +394,13 @@ class LocalizedSELF(_PartsKernel, SavedEstimator, BaseEstimator):
                                 else np.asarray(y)[:, None], self.parts_.output_dim)
         Pz = P.reshape(Yc.shape) if not self._y_1d else P[:, None]
         if len(Pz) != len(Yc):
-            raise ValueError(f"X and y have different numbers of samples: {len(Pz)} and "
-                             f"{len(Yc)}")
+            raise ValueError(f"X and y have different numbers of samples: {len(Pz)} and {len(Yc)}")
         if hasattr(space, "classes_"):  # labels: the accuracy
             return float(np.mean(Pz == Yc))
         return -float(np.mean(space.element_loss(np.asarray(Pz, dtype=np.float64),
                                                  np.asarray(Yc, dtype=np.float64))))
 
-    # ---- persistence: the saved file (psdsos.load); p = n_features_in_, m = n_aux_ pairs,
-    # r landmarks, D = output part size times the embedding dimension, k classes
+    # ---- persistence (psdsos.load); p features, m auxiliary pairs, r landmarks, k classes
     _saved_fitted_attr = "coef_"
     _fitted_arrays = {
         "X_fit": SavedArray(("n", "p"), dtype=np.float64),
@@ -439,7 +410,7 @@ class LocalizedSELF(_PartsKernel, SavedEstimator, BaseEstimator):
                            dtype=np.float64),
         "landmark_index": SavedArray(("r",), dtype=np.int64, when=_landmarks),
         "R": SavedArray(("r", "r"), dtype=np.float64, when=_landmarks),
-        "classes": SavedArray(("k",), attr="", labels=True,
+        "classes": SavedArray(("k",), attr="classes_", labels=True,
                               when=lambda meta: meta["output_space"]["name"] == "multiclass"),
     }
     _fitted_scalars = {"n_features_in_": "posint", "n_aux_": "posint",
@@ -466,7 +437,6 @@ class LocalizedSELF(_PartsKernel, SavedEstimator, BaseEstimator):
         if self.coef_ is None:
             raise ValueError("cannot save LocalizedSELF decoded by Algorithm 3 (its explicit "
                              "weights are not part of the saved format)")
-        # the parts are saved by their own entry, the output space by its name
         return {"parts": None, "output": space.name}
 
     def _saved_extra(self):
@@ -502,22 +472,17 @@ class LocalizedSELF(_PartsKernel, SavedEstimator, BaseEstimator):
         if not space.supports("element_closed_form"):
             raise ValueError(f"metadata entry 'output_space' of {source} names a space "
                              "decoded by Algorithm 3, which is not saved")
-        f = meta["fitted"]
         n, p = self.X_fit_.shape
-        self.y_shape_ = ys = tuple(f["y_shape"])
-        self.parts_ = self.parts if self.parts is not None else Blocks(
-            1, p, int(np.prod(ys, dtype=np.int64)) if ys else 1)
+        self.y_shape_ = tuple(meta["fitted"]["y_shape"])
+        self.parts_ = self.parts if self.parts is not None else _one_part(p, self.y_shape_)
         if self.parts_.input_dim != p:
             raise ValueError(f"the saved parts of {source} do not match the saved inputs X_fit")
         space.element_restore(arrays)
-        if "classes" in arrays:
-            self.classes_ = arrays["classes"]
         self.output_space_ = space
         ii, pp = self.aux_sample_, self.aux_part_
         if ii.min() < 0 or ii.max() >= n or pp.min() < 0 or pp.max() >= self.parts_.n_parts:
             raise ValueError(f"arrays 'aux_sample' / 'aux_part' of {source} index outside "
                              "the saved inputs or parts")
-        self.n_aux_ = len(ii)
         for key, k in meta["kernels"].items():
             if key in ("kernel_", "kernel0_"):
                 setattr(self, key, get_kernel(k["name"], k["sigma"]))
@@ -526,7 +491,7 @@ class LocalizedSELF(_PartsKernel, SavedEstimator, BaseEstimator):
             raise ValueError(f"array 'coef' of {source} must have {D} columns, got "
                              f"{self.coef_.shape[1]}")
         if "landmark_index" in arrays:
-            self.jitter_ = f["jitter_"]
+            self.jitter_ = meta["fitted"]["jitter_"]
             lm = self.landmark_index_
             if lm.min() < 0 or lm.max() >= len(ii):
                 raise ValueError(f"array 'landmark_index' of {source} indexes outside the "
