@@ -19,6 +19,7 @@ from psdsos._persistence import (  # noqa: F401  (re-exported: moved to psdsos._
     _saved_params,
     load,
     register_loadable,
+    save_estimator,
 )
 from psdsos.kernels import KERNELS, Kernel, LinearKernel, get_kernel, scale_bandwidth
 
