@@ -259,6 +259,10 @@ def save_estimator(estimator: Any, path: PathLike, arrays: Mapping[str, Any],
     An array-valued parameter (e.g. ConvexRegressor's ``constraint_points``) is stored as
     the array ``param_<name>`` (its JSON entry is ``{"array": "param_<name>"}``) and
     restored by :func:`load`.
+
+    The writer of the estimators that do not declare their files (no psdsos estimator now):
+    kept with the reader's branch for them because the previous implementations run by
+    ``benchmarks/cnls_scale.py`` (read from git history) import it.
     """
     arrays = dict(arrays)
     params = _encode_params(type(estimator).__name__, estimator.get_params(deep=False), arrays)

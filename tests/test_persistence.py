@@ -6,7 +6,7 @@
   and the declared writer produces the same array names and metadata keys;
 - pickled object arrays are refused (and never unpickled); a wrong shape, a NaN or a
   missing array is a ValueError naming the file and the array;
-- the mechanism expresses LocalizedSELF too (its parts config, kernels, nested arrays).
+- LocalizedSELF's file (parts config, kernels, landmark arrays, class labels) is kept too.
 """
 
 from __future__ import annotations
@@ -19,22 +19,9 @@ import numpy as np
 import pytest
 
 import psdsos
-from psdsos._persistence import (
-    SavedArray,
-    SavedEstimator,
-    SavedScalar,
-    _load_estimator,
-    label_array,
-    load_npz,
-)
+from psdsos._persistence import SavedEstimator, label_array
 from psdsos.structured import LocalizedSELF
 from psdsos.structured.parts import Blocks
-
-try:  # LocalizedSELF's private helpers (its file is being restructured: see the last test)
-    from psdsos.structured._estimator import _params_from_meta, _space_from_meta
-    from psdsos.structured._localized import _Elements, _parts_config, _parts_from_config
-except ImportError:  # pragma: no cover
-    _Elements = None
 
 #: The fixtures' non-convex ConvexRegressor fit warns (a small sigma, few constraint points).
 pytestmark = pytest.mark.filterwarnings("ignore::psdsos.estimators.NonConvexFitWarning")
@@ -53,8 +40,8 @@ FIX = _fixtures_module()
 with np.load(DATA / "expected.npz", allow_pickle=False) as _data:
     EXPECTED = {k: _data[k] for k in _data.files}
 KINDS = sorted({k.split("/")[0] for k in EXPECTED})
-#: The estimators whose files are declared (LocalizedSELF keeps its own saver for now).
-DECLARED = [k for k in KINDS if k.split("-")[0] not in ("PSDModel", "LocalizedSELF")]
+#: The estimators whose files are declared (every one but PSDModel, which is no estimator).
+DECLARED = [k for k in KINDS if k.split("-")[0] != "PSDModel"]
 
 
 def _read(path):
@@ -257,129 +244,48 @@ def test_reserved_metadata_keys_refused(fitted, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------
-# the mechanism expresses LocalizedSELF (its parts config, kernels and nested arrays)
+# LocalizedSELF (its parts config, kernels, landmark arrays and class labels)
 # ---------------------------------------------------------------------------------------
-def _landmarks(meta):
-    return meta["params"].get("n_landmarks") is not None
-
-
-class _DeclaredLocalizedSELF(SavedEstimator, LocalizedSELF):
-    """LocalizedSELF's file declared with psdsos._persistence (the conversion recipe)."""
-
-    _saved_fitted_attr = "coef_"
-    _fitted_arrays = {
-        "X_fit": SavedArray(("n", "p"), dtype=np.float64),
-        "aux_sample": SavedArray(("m",), dtype=np.int64),
-        "aux_part": SavedArray(("m",), dtype=np.int64),
-        "coef": SavedArray(lambda meta: ("r", "D") if _landmarks(meta) else ("m", "D"),
-                           dtype=np.float64),
-        "landmark_index": SavedArray(("r",), dtype=np.int64, when=_landmarks),
-        "R": SavedArray(("r", "r"), dtype=np.float64, when=_landmarks),
-        "classes": SavedArray(("k",), attr="", labels=True,
-                              when=lambda meta: meta["output_space"]["name"] == "multiclass"),
-    }
-    _fitted_scalars = {"n_features_in_": "posint", "n_aux_": "posint",
-                       "y_1d": SavedScalar("bool", "_y_1d"), "y_shape": SavedScalar("list", ""),
-                       "jitter_": SavedScalar("real", "")}
-    _saved_meta = {"output": ("str", "dict"), "output_space": {"name": "str", "config": "any"},
-                   "parts": ("dict", None), "kernels": "dict"}
-    _saved_dims = {"p": "fitted.n_features_in_", "m": "fitted.n_aux_"}
-
-    def _saved_param_values(self):
-        if callable(self.part_weights):
-            raise ValueError("cannot save LocalizedSELF with a callable part_weights")
-        if self.coef_ is None:
-            raise ValueError("cannot save LocalizedSELF decoded by Algorithm 3")
-        return {"parts": None, "output": self.elements_.space.name}
-
-    def _saved_extra(self):
-        space = self.elements_.space
-        arrays = {}
-        if self.elements_.kind == "multiclass":
-            arrays["classes"] = self.classes_
-        local, universal = self._locality()
-        kernels = {key: {"name": getattr(self, key).name,
-                         "sigma": float(getattr(self, key).sigma)}
-                   for key, on in (("kernel_", local), ("kernel0_", universal)) if on}
-        out = self.output
-        return arrays, {
-            "output": (out.lower() if isinstance(out, str)
-                       else {"name": out.name, "config": out.to_config()}),
-            "output_space": {"name": space.name, "config": space.to_config()},
-            "parts": _parts_config(self.parts), "kernels": kernels,
-            "fitted": {"y_shape": [int(s) for s in self.y_shape_],
-                       "jitter_": float(getattr(self, "jitter_", 0.0))}}
-
-    @classmethod
-    def _saved_constructor_params(cls, meta):
-        return {**_params_from_meta(meta), "parts": _parts_from_config(meta["parts"])}
-
-    def _restore_saved(self, arrays, meta, source):
-        from psdsos.kernels import get_kernel
-
-        el = _Elements(_space_from_meta(meta["output_space"]))
-        if not el.closed_form:
-            raise ValueError(f"metadata entry 'output_space' of {source} names a space "
-                             "decoded by Algorithm 3, which is not saved")
-        f = meta["fitted"]
-        n, p = self.X_fit_.shape
-        self.y_shape_ = ys = tuple(f["y_shape"])
-        self.parts_ = self.parts if self.parts is not None else Blocks(
-            1, p, int(np.prod(ys, dtype=np.int64)) if ys else 1)
-        if self.parts_.input_dim != p:
-            raise ValueError(f"the saved parts of {source} do not match the saved inputs")
-        if el.kind == "multiclass":
-            el.space.classes_ = el.classes_ = self.classes_ = arrays["classes"]
-            el.e = len(arrays["classes"])
-        elif el.kind == "euclidean":
-            el.space._check_params()
-        ii, pp = self.aux_sample_, self.aux_part_
-        if ii.min() < 0 or ii.max() >= n or pp.min() < 0 or pp.max() >= self.parts_.n_parts:
-            raise ValueError(f"arrays 'aux_sample' / 'aux_part' of {source} index outside "
-                             "the saved inputs or parts")
-        d_out = self.parts_.output_index.shape[1]
-        if self.coef_.shape[1] != d_out * el.e:
-            raise ValueError(f"array 'coef' of {source} must have {d_out * el.e} columns, "
-                             f"got {self.coef_.shape[1]}")
-        self.elements_, self.n_aux_ = el, len(ii)
-        for key, k in meta["kernels"].items():
-            setattr(self, key, get_kernel(k["name"], k["sigma"]))
-        if "landmark_index" in arrays:
-            self.jitter_ = f["jitter_"]
-            if self.landmark_index_.min() < 0 or self.landmark_index_.max() >= len(ii):
-                raise ValueError(f"array 'landmark_index' of {source} indexes outside the "
-                                 "auxiliary pairs")
-        self._build_assembly()
-
-
-@pytest.mark.skipif(_Elements is None, reason="LocalizedSELF's helpers moved: it declares "
-                    "its own file now (move _DeclaredLocalizedSELF's declarations there)")
-def test_mechanism_expresses_localized_self(tmp_path):
-    # the previous saver's file loads through the declaration
-    arrays, meta = load_npz(DATA / "LocalizedSELF.npz")
-    source = repr(str(DATA / "LocalizedSELF.npz"))
-    model = _load_estimator(_DeclaredLocalizedSELF, arrays, meta, source)
+def test_localized_self_file(tmp_path):
+    # the previous saver's file loads and predicts as before
+    path = DATA / "LocalizedSELF.npz"
+    model = psdsos.load(path)
+    assert type(model) is LocalizedSELF
     X = EXPECTED["LocalizedSELF/X"]
     _assert_same_predictions(model.predict(X), EXPECTED["LocalizedSELF/y"])
     # the declared writer writes the same file
     model.save(tmp_path / "m.npz")
     new_arrays, new_meta = _read(tmp_path / "m.npz")
-    old_arrays, old_meta = _read(DATA / "LocalizedSELF.npz")
+    old_arrays, old_meta = _read(path)
     assert sorted(new_arrays) == sorted(old_arrays)
-    new_meta.pop("type"), old_meta.pop("type")
-    assert _key_tree(new_meta) == _key_tree(old_meta)
+    assert new_meta == old_meta
     for k in old_arrays:
         np.testing.assert_array_equal(new_arrays[k], old_arrays[k])
-    # and a fresh fit round-trips, with landmarks too
+        assert new_arrays[k].dtype == old_arrays[k].dtype, k
+    # and a fresh fit round-trips, with landmarks and with class labels too
     rng = np.random.default_rng(5)
     Xf = rng.normal(size=(12, 4))
     Y = np.tanh(Xf)
     labels = np.where(Xf > 0, "up", "down")
     for kw, target in (({}, Y), ({"n_landmarks": 10, "random_state": 0}, Y),
-                       ({"output": "multiclass"}, labels)):
-        est = _DeclaredLocalizedSELF(sigma=1.0, lam=1e-2, parts=Blocks(2, 2, 2), **kw).fit(
-            Xf, target)
+                       ({"output": "multiclass"}, labels),
+                       ({"output": "multiclass", "n_landmarks": 10, "random_state": 0},
+                        labels.astype(object))):
+        est = LocalizedSELF(sigma=1.0, lam=1e-2, parts=Blocks(2, 2, 2), **kw).fit(Xf, target)
         est.save(tmp_path / "f.npz")
-        a, m = load_npz(tmp_path / "f.npz")
-        back = _load_estimator(_DeclaredLocalizedSELF, a, m, "'f.npz'")
+        arrays, meta = _read(tmp_path / "f.npz")
+        landmarks = "n_landmarks" in kw
+        assert {"landmark_index", "R"} & set(arrays) == ({"landmark_index", "R"} if landmarks
+                                                         else set())
+        assert ("classes" in arrays) == ("output" in kw)
+        back = psdsos.load(tmp_path / "f.npz")
+        assert type(back) is LocalizedSELF
+        assert back.parts_.to_config() == est.parts_.to_config()
+        if landmarks:
+            assert back.jitter_ == est.jitter_
         np.testing.assert_array_equal(back.predict(Xf[:4]), est.predict(Xf[:4]))
+        back.save(tmp_path / "again.npz")
+        again, meta_again = _read(tmp_path / "again.npz")
+        assert meta_again == meta
+        for k in arrays:
+            np.testing.assert_array_equal(again[k], arrays[k])

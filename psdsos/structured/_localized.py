@@ -6,20 +6,9 @@ The loss of a structured output decomposes over parts :math:`p \in P` (eq. 5),
 
     \Delta(z, y \mid x) = \sum_{p \in P} \pi(p \mid x)\, L_p(z_p, y_p \mid x_p),
 
-and the estimator of eq. 6 learns from an auxiliary dataset of (input, part, output-part)
-triples :math:`(\chi_j, p_j, \eta_j)_{j=1}^m` (Algorithm 1):
-
-.. math::
-
-    \hat f(x) = \operatorname*{argmin}_{z} \sum_{p \in P} \sum_{j=1}^m \alpha_j(x, p)\,
-        \pi(p \mid x)\, L_p(z_p, \eta_j), \qquad
-    \alpha(x, p) = (\mathbf K + m\lambda I)^{-1} \nu(x, p)  \quad \text{(eq. 9)},
-
-with a kernel on :math:`X \times P`: the restriction kernel
-:math:`K((x, p), (x', q)) = \bar K(x_p, x'_q)` (eq. 20), the universal kernel
-:math:`K_0(x, x')\,\delta_{pq}` (eq. 13), or their sum (Remark 3).
-
-The closed-form decoding element by element and the kernel on :math:`X \times P`:
+and :class:`LocalizedSELF` learns eq. 6 from an auxiliary dataset of (input, part,
+output-part) triples (Algorithm 1).  The kernel on :math:`X \times P`, the coefficient map
+of eq. 9 and the closed-form decoding element by element:
 :mod:`psdsos.structured._localized_kernel`; Algorithm 3:
 :mod:`psdsos.structured._localized_sgd`; what each output space offers:
 :meth:`psdsos.structured.OutputSpace.supports`.
@@ -44,17 +33,13 @@ from psdsos._params import (
     RandomState,
     validate_params,
 )
-from psdsos._persistence import register_loadable, save_estimator
+from psdsos._persistence import SavedArray, SavedEstimator, SavedScalar, register_loadable
 from psdsos._validation import PathLike, RandomStateLike, check_random_state, validate_data
-from psdsos.kernels import Kernel, LinearKernel, get_kernel
+from psdsos.kernels import Kernel, get_kernel
 from psdsos.structured._base import OutputSpace
 from psdsos.structured._estimator import _OutputOption, _params_from_meta, _space_from_meta
 from psdsos.structured._intra_locality import intra_locality
-from psdsos.structured._localized_checks import (
-    _check_elements,
-    _PartsOption,
-    _PartWeightsOption,
-)
+from psdsos.structured._localized_checks import _check_elements, _PartsOption, _PartWeightsOption
 from psdsos.structured._localized_checks import _sample_aux as _sample_aux  # re-exported
 from psdsos.structured._localized_kernel import _PartsKernel
 from psdsos.structured._localized_sgd import predict_sgd
@@ -64,9 +49,18 @@ from psdsos.structured.parts import Blocks, Parts
 __all__ = ["LocalizedSELF", "intra_locality"]
 
 
-# ----------------------------------------------------------------------------- estimator
+def _landmarks(meta):
+    """Whether a saved LocalizedSELF has a Nystrom fit (its landmark arrays)."""
+    return meta["params"].get("n_landmarks") is not None
+
+
+def _one_part(input_dim, y_shape):
+    """The default parts: one part holding the whole input and output."""
+    return Blocks(1, input_dim, int(np.prod(y_shape, dtype=np.int64)))
+
+
 @register_loadable
-class LocalizedSELF(_PartsKernel, BaseEstimator):
+class LocalizedSELF(_PartsKernel, SavedEstimator, BaseEstimator):
     r"""Structured prediction by parts: Algorithm 1 and eq. 6 of Ciliberto, Bach and Rudi.
 
     .. math::
@@ -266,7 +260,6 @@ class LocalizedSELF(_PartsKernel, BaseEstimator):
         tags.target_tags.multi_output = True
         return tags
 
-    # ---- helpers -------------------------------------------------------------------
     def _flat_X(self, X: ArrayLike, reset: bool) -> np.ndarray:
         """X validated as (n, input_dim); arrays of images (n, ...) are flattened row-major."""
         if isinstance(X, np.ndarray) and X.ndim > 2:
@@ -298,17 +291,9 @@ class LocalizedSELF(_PartsKernel, BaseEstimator):
         X = self._flat_X(X, reset=True)
         n, input_dim = X.shape
         Y0 = np.asarray(y) if not isinstance(y, np.ndarray) else y
-        if Y0.ndim == 1:
-            Y0 = Y0[:, None]
-            self._y_1d = True
-        else:
-            self._y_1d = False
-        parts: Parts
-        if self.parts is None:
-            parts = Blocks(1, input_dim, int(np.prod(Y0.shape[1:], dtype=np.int64))
-                           if Y0.ndim >= 2 else 1)
-        else:
-            parts = self.parts
+        self._y_1d = Y0.ndim == 1
+        Y0 = Y0[:, None] if self._y_1d else Y0
+        parts = self.parts if self.parts is not None else _one_part(input_dim, Y0.shape[1:])
         if parts.input_dim != input_dim:
             raise ValueError(f"X has {input_dim} features per sample but the parts {parts!r} "
                              f"expect input_dim = {parts.input_dim}")
@@ -332,22 +317,20 @@ class LocalizedSELF(_PartsKernel, BaseEstimator):
         V = space.element_fit(Y.reshape(n * parts.output_dim, *Y.shape[2:])).reshape(Y.shape)
         self.output_space_ = space
         self.y_shape_ = y_shape
+        self.__dict__.pop("classes_", None)
         if hasattr(space, "classes_"):
             self.classes_ = space.classes_
-        else:
-            self.__dict__.pop("classes_", None)
 
         # Algorithm 1: the auxiliary dataset, and the kernels on it
         rng = check_random_state(self.random_state)
         ii, pp = self._auxiliary_dataset(X, rng)
-        m = self.n_aux_
         self.X_fit_ = X
         # embedded auxiliary outputs Phi_eta (m, D)
         eta = V[ii[:, None], parts.output_index[pp]]  # (m, d_out, ...)
         # the raw auxiliary outputs are kept only for Algorithm 3
         self._eta = eta if sgd else None
-        E = (space.element_embed(eta).reshape(m, -1) if space.supports("element_closed_form")
-             else None)
+        E = (space.element_embed(eta).reshape(self.n_aux_, -1)
+             if space.supports("element_closed_form") else None)
         self._fit_coefficients(X, E, rng, keep_alpha=sgd)
         self._build_assembly()
         return self
@@ -405,15 +388,9 @@ class LocalizedSELF(_PartsKernel, BaseEstimator):
         if kind != fitted_for or (kind == "closed_form" and self.coef_ is None):
             raise ValueError(f"the model was fitted for decode_method={fitted_for!r}; refit it "
                              f"after changing decode_method (now {self.decode_method!r})")
-        if kind == "sgd":
-            Z = predict_sgd(self, X)
-        else:
-            Z = self._predict_closed_form(X)
-        if self._y_1d:
-            return Z[:, 0]
-        return Z.reshape(len(Z), *self.y_shape_)
+        Z = predict_sgd(self, X) if kind == "sgd" else self._predict_closed_form(X)
+        return Z[:, 0] if self._y_1d else Z.reshape(len(Z), *self.y_shape_)
 
-    # ---- score ---------------------------------------------------------------------
     def score(self, X: ArrayLike, y: ArrayLike) -> float:
         """Minus the mean loss of eq. 5 with uniform weights (the mean element loss);
         the fraction of correct elements for "multiclass"."""
@@ -423,145 +400,106 @@ class LocalizedSELF(_PartsKernel, BaseEstimator):
                                 else np.asarray(y)[:, None], self.parts_.output_dim)
         Pz = P.reshape(Yc.shape) if not self._y_1d else P[:, None]
         if len(Pz) != len(Yc):
-            raise ValueError(f"X and y have different numbers of samples: {len(Pz)} and "
-                             f"{len(Yc)}")
+            raise ValueError(f"X and y have different numbers of samples: {len(Pz)} and {len(Yc)}")
         if hasattr(space, "classes_"):  # labels: the accuracy
             return float(np.mean(Pz == Yc))
         return -float(np.mean(space.element_loss(np.asarray(Pz, dtype=np.float64),
                                                  np.asarray(Yc, dtype=np.float64))))
 
-    # ---- persistence ---------------------------------------------------------------
+    # ---- persistence (psdsos.load); p features, m auxiliary pairs, r landmarks, k classes
+    _saved_fitted_attr = "coef_"
+    _fitted_arrays = {
+        "X_fit": SavedArray(("n", "p"), dtype=np.float64),
+        "aux_sample": SavedArray(("m",), dtype=np.int64),
+        "aux_part": SavedArray(("m",), dtype=np.int64),
+        "coef": SavedArray(lambda meta: ("r", "D") if _landmarks(meta) else ("m", "D"),
+                           dtype=np.float64),
+        "landmark_index": SavedArray(("r",), dtype=np.int64, when=_landmarks),
+        "R": SavedArray(("r", "r"), dtype=np.float64, when=_landmarks),
+        "classes": SavedArray(("k",), attr="classes_", labels=True,
+                              when=lambda meta: meta["output_space"]["name"] == "multiclass"),
+    }
+    _fitted_scalars = {"n_features_in_": "posint", "n_aux_": "posint",
+                       "y_1d": SavedScalar("bool", "_y_1d"), "y_shape": SavedScalar("list", ""),
+                       "jitter_": SavedScalar("real", "")}
+    _saved_meta = {"output": ("str", "dict"), "output_space": {"name": "str", "config": "any"},
+                   "parts": ("dict", None), "kernels": "dict"}
+    _saved_dims = {"p": "fitted.n_features_in_", "m": "fitted.n_aux_"}
+
     def save(self, path: PathLike) -> None:
         """Save the fitted estimator (.npz + JSON metadata, loaded without pickle by
         :func:`psdsos.load`).  Callable ``part_weights``, custom kernels, custom parts and
         unregistered output spaces cannot be saved (ValueError)."""
-        check_is_fitted(self, "coef_")
+        self._save(path)
+
+    def _saved_param_values(self):
         if callable(self.part_weights):
             raise ValueError("cannot save LocalizedSELF with a callable part_weights (saved "
                              "models never run code); pass a vector of weights")
         space = self.output_space_
-        registry = output_spaces()
-        if registry.get(space.name) is not type(space):
+        if output_spaces().get(space.name) is not type(space):
             raise ValueError(f"cannot save LocalizedSELF with output {space!r}: only registered "
                              f"output spaces are saved")
         if self.coef_ is None:
             raise ValueError("cannot save LocalizedSELF decoded by Algorithm 3 (its explicit "
                              "weights are not part of the saved format)")
-        arrays = {"X_fit": self.X_fit_, "aux_sample": self.aux_sample_,
-                  "aux_part": self.aux_part_, "coef": self.coef_}
-        if getattr(self, "landmark_index_", None) is not None:
-            arrays.update({"landmark_index": self.landmark_index_, "R": self.R_})
+        return {"parts": None, "output": space.name}
+
+    def _saved_extra(self):
+        space, out = self.output_space_, self.output
+        arrays = {}
         if hasattr(space, "classes_"):
             classes = np.asarray(self.classes_)
-            if classes.dtype == object:
-                classes = classes.astype(str)
-            arrays["classes"] = classes
-        shallow = copy.copy(self)
-        shallow.parts = None
-        out = self.output
-        shallow.output = space.name
+            arrays["classes"] = classes.astype(str) if classes.dtype == object else classes
+        # the fitted kernels (a custom kernel object is refused with the parameters)
         local, universal = self._locality()
-        kern = {}
-        for key, on in (("kernel_", local), ("kernel0_", universal)):
-            if on:
-                k = getattr(self, key)
-                if not isinstance(k, LinearKernel) and type(k) not in {
-                        type(get_kernel(nm, 1.0)) for nm in ("gaussian", "exponential",
-                                                              "matern32", "matern52")}:
-                    raise ValueError(f"cannot save LocalizedSELF with a custom kernel {k!r}")
-                kern[key] = {"name": k.name, "sigma": float(k.sigma)}
-        extra = {
+        kernels = {key: {"name": getattr(self, key).name,
+                         "sigma": float(getattr(self, key).sigma)}
+                   for key, on in (("kernel_", local), ("kernel0_", universal)) if on}
+        return arrays, {
             "output": (out.lower() if isinstance(out, str)
                        else {"name": out.name, "config": out.to_config()}),
             "output_space": {"name": space.name, "config": space.to_config()},
             "parts": None if self.parts is None else self.parts.to_config(),
-            "kernels": kern,
-            "fitted": {"n_features_in_": int(self.n_features_in_), "n_aux_": int(self.n_aux_),
-                       "y_1d": bool(self._y_1d), "y_shape": [int(s) for s in self.y_shape_],
-                       "jitter_": float(getattr(self, "jitter_", 0.0))},
-        }
-        save_estimator(shallow, path, arrays, extra)
-
-    _SAVED_META = {
-        "output": ("str", "dict"),
-        "output_space": {"name": "str", "config": "any"},
-        "parts": ("dict", None),
-        "kernels": "dict",
-        "fitted": {"n_features_in_": "posint", "n_aux_": "posint", "y_1d": "bool",
-                   "y_shape": "list", "jitter_": "real"},
-    }
-    _SAVED_ANY_DTYPE = ("classes",)
+            "kernels": kernels,
+            "fitted": {"y_shape": [int(s) for s in self.y_shape_],
+                       "jitter_": float(getattr(self, "jitter_", 0.0))}}
 
     @classmethod
-    def _saved_arrays(cls, meta, *, source="the model file"):
-        f = meta["fitted"]
-        spec = {"X_fit": ("n", "p"), "aux_sample": ("m",), "aux_part": ("m",),
-                "coef": (..., "D")}
-        if meta["params"].get("n_landmarks") is not None:
-            spec.update({"landmark_index": ("r",), "R": ("r", "r")})
-            spec["coef"] = ("r", "D")
-        else:
-            spec["coef"] = ("m", "D")
-        if meta["output_space"]["name"] == "multiclass":
-            spec["classes"] = ("k",)
-        return spec, {"p": f["n_features_in_"], "m": f["n_aux_"],
-                      "_from": {"p": "metadata entry 'fitted.n_features_in_'",
-                                "m": "metadata entry 'fitted.n_aux_'"}}
+    def _saved_constructor_params(cls, meta):
+        return _params_from_meta(meta)
 
-    @classmethod
-    def _from_saved(cls, arrays, meta):
-        params = _params_from_meta(meta)
+    def _restore_saved(self, arrays, meta, source):
         try:
-            cfg = meta["parts"]
-            params["parts"] = None if cfg is None else Parts.from_config(cfg)
+            self.parts = None if meta["parts"] is None else Parts.from_config(meta["parts"])
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"metadata entry 'parts' of the model file is invalid: {exc}"
-                             ) from None
-        est = cls(**params)
+            raise ValueError(f"metadata entry 'parts' of {source} is invalid: {exc}") from None
         space = _space_from_meta(meta["output_space"])
         if not space.supports("element_closed_form"):
-            raise ValueError("metadata entry 'output_space' names a space decoded by "
-                             "Algorithm 3, which is not saved")
-        X = np.asarray(arrays["X_fit"], dtype=np.float64)
-        f = meta["fitted"]
-        n, p = X.shape
-        est.n_features_in_ = f["n_features_in_"]
-        est.parts_ = params["parts"] if params["parts"] is not None else None
-        ys = tuple(f["y_shape"])
-        if est.parts_ is None:
-            est.parts_ = Blocks(1, p, int(np.prod(ys, dtype=np.int64)) if ys else 1)
-        if est.parts_.input_dim != p:
-            raise ValueError("the saved parts do not match the saved inputs X_fit")
+            raise ValueError(f"metadata entry 'output_space' of {source} names a space "
+                             "decoded by Algorithm 3, which is not saved")
+        n, p = self.X_fit_.shape
+        self.y_shape_ = tuple(meta["fitted"]["y_shape"])
+        self.parts_ = self.parts if self.parts is not None else _one_part(p, self.y_shape_)
+        if self.parts_.input_dim != p:
+            raise ValueError(f"the saved parts of {source} do not match the saved inputs X_fit")
         space.element_restore(arrays)
-        if "classes" in arrays:
-            est.classes_ = arrays["classes"]
-        est.output_space_ = space
-        est.y_shape_ = ys
-        est._y_1d = f["y_1d"]
-        est.X_fit_ = X
-        ii = np.asarray(arrays["aux_sample"]).astype(np.int64)
-        pp = np.asarray(arrays["aux_part"]).astype(np.int64)
-        if ii.min() < 0 or ii.max() >= n or pp.min() < 0 or pp.max() >= est.parts_.n_parts:
-            raise ValueError("arrays 'aux_sample' / 'aux_part' of the model file index outside "
+        self.output_space_ = space
+        ii, pp = self.aux_sample_, self.aux_part_
+        if ii.min() < 0 or ii.max() >= n or pp.min() < 0 or pp.max() >= self.parts_.n_parts:
+            raise ValueError(f"arrays 'aux_sample' / 'aux_part' of {source} index outside "
                              "the saved inputs or parts")
-        est.aux_sample_, est.aux_part_, est.n_aux_ = ii, pp, len(ii)
-        kern = meta["kernels"]
-        for key in ("kernel_", "kernel0_"):
-            if key in kern:
-                setattr(est, key, get_kernel(kern[key]["name"], kern[key]["sigma"]))
-        d_out = est.parts_.output_index.shape[1]
-        coef = np.asarray(arrays["coef"], dtype=np.float64)
-        e = space.element_embed_dim()
-        if coef.shape[1] != d_out * e:
-            raise ValueError(f"array 'coef' of the model file must have {d_out * e} "
-                             f"columns, got {coef.shape[1]}")
-        est.coef_ = coef
+        for key, k in meta["kernels"].items():
+            if key in ("kernel_", "kernel0_"):
+                setattr(self, key, get_kernel(k["name"], k["sigma"]))
+        D = self.parts_.output_index.shape[1] * space.element_embed_dim()
+        if self.coef_.shape[1] != D:
+            raise ValueError(f"array 'coef' of {source} must have {D} columns, got "
+                             f"{self.coef_.shape[1]}")
         if "landmark_index" in arrays:
-            est.landmark_index_ = np.asarray(arrays["landmark_index"]).astype(np.int64)
-            est.R_ = np.asarray(arrays["R"], dtype=np.float64)
-            est.jitter_ = f["jitter_"]
-            if est.landmark_index_.max() >= len(ii) or est.landmark_index_.min() < 0:
-                raise ValueError("array 'landmark_index' of the model file indexes outside the "
+            self.jitter_ = meta["fitted"]["jitter_"]
+            lm = self.landmark_index_
+            if lm.min() < 0 or lm.max() >= len(ii):
+                raise ValueError(f"array 'landmark_index' of {source} indexes outside the "
                                  "auxiliary pairs")
-        est._build_assembly()
-        return est
+        self._build_assembly()
