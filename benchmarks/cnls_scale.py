@@ -5,10 +5,10 @@ n in {1000, 3000, 10000} (d = 2) and n in {1000, 3000} (d = 5).  Each fit runs i
 subprocess with one thread (BLAS through threadpoolctl and OMP/OPENBLAS_NUM_THREADS, Clarabel's
 Rust thread pool through RAYON_NUM_THREADS), which reports wall and CPU seconds, the peak
 resident memory of the process (``ru_maxrss``: Python, CVXPY and Clarabel's factorization
-included) and the fit.  "plain" is the estimator module of an earlier commit (``--old-ref``,
-read with ``git show``; skipped when git or the commit is not available): every QP solved
-tight with Clarabel's automatic linear solver, a scan that sorts every row; it runs against
-the current package.  "psdsos" is ``psdsos.estimators._cnls``.  The table gives the time
+included) and the fit.  "plain" is the psdsos package of an earlier commit (``--old-ref``,
+extracted with ``git archive``; skipped when git or the commit is not available): every QP
+solved tight with Clarabel's automatic linear solver, a scan that sorts every row.  "psdsos"
+is this checkout's ``psdsos.estimators._cnls``.  The table gives the time
 ratio and the relative difference of the two objectives (the same convex program).
 
 Usage::
@@ -22,12 +22,14 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import pathlib
 import platform
 import subprocess
 import sys
+import tarfile
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -36,17 +38,12 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 OLD_REF = "be01c6c"
 
 _WORKER = r"""
-import importlib.util, json, resource, sys, time
+import json, resource, sys, time
 import numpy as np
 from threadpoolctl import threadpool_limits
-module_path, n, d = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-if module_path == "current":
-    from psdsos.estimators._cnls import PiecewiseLinearConvexRegressor
-else:
-    spec = importlib.util.spec_from_file_location("cnls_previous", module_path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    PiecewiseLinearConvexRegressor = mod.PiecewiseLinearConvexRegressor
+n, d = int(sys.argv[2]), int(sys.argv[3])
+import psdsos.estimators._cnls as cnls
+PiecewiseLinearConvexRegressor = cnls.PiecewiseLinearConvexRegressor
 rng = np.random.default_rng(0)
 X = rng.uniform(-1, 1, (n, d))
 y = np.sum(X**2, axis=1) + 0.1 * rng.standard_normal(n)
@@ -58,29 +55,39 @@ print(json.dumps({
     "wall": wall, "cpu": cpu, "objective": m.objective_, "rounds": int(m.n_rounds_),
     "pairs": int(m.n_constraints_), "violation": m.max_violation_ / float(np.std(y)),
     "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+    "module": cnls.__file__,
 }))
 """
 
 
 def run_fit(module, n, d):
-    """One fit in a fresh single-threaded subprocess; the worker's JSON line as a dict."""
+    """One fit in a fresh single-threaded subprocess; the worker's JSON line as a dict.
+
+    ``module``: "current" (this checkout's psdsos) or the folder holding the psdsos package of
+    an earlier commit (:func:`previous_module`), put first on the worker's path."""
+    tree = ROOT if module == "current" else module
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
-               RAYON_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+               RAYON_NUM_THREADS="1", PYTHONPATH=str(tree))
     out = subprocess.run([sys.executable, "-c", _WORKER, module, str(n), str(d)], env=env,
-                         capture_output=True, text=True, check=True)
+                         cwd=str(tree), capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def previous_module(ref, directory):
-    """The estimator module of commit ``ref`` written to ``directory``, or None."""
+    """The psdsos package of commit ``ref`` (the whole package, so that the estimator runs
+    with the modules it was written against) extracted below ``directory``; the folder to
+    put on the path, or None when git or the commit is not available."""
     try:
-        src = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:psdsos/estimators/_cnls.py"],
-                             capture_output=True, text=True, check=True).stdout
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "psdsos"],
+                                 capture_output=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
-    path = pathlib.Path(directory) / "cnls_previous.py"
-    path.write_text(src)
-    return str(path)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        if hasattr(tarfile, "data_filter"):  # Python >= 3.10.12 / 3.11.4
+            tar.extractall(directory, filter="data")
+        else:  # our own repository's archive
+            tar.extractall(directory)  # noqa: S202
+    return str(directory)
 
 
 def main(argv=None):

@@ -25,7 +25,7 @@ from psdsos._validation import PathLike, check_saved_arrays, check_saved_meta
 from psdsos.kernels import KERNELS, Kernel, LinearKernel
 
 __all__ = ["save_npz", "load_npz", "load", "register_loadable", "register_loader",
-           "save_estimator", "SavedEstimator", "SavedArray", "SavedScalar", "label_array"]
+           "SavedEstimator", "SavedArray", "SavedScalar", "label_array"]
 
 FORMAT_VERSION = 1
 T = TypeVar("T")
@@ -132,10 +132,10 @@ def register_loader(name: str,
 def register_loadable(cls: type[T]) -> type[T]:
     """Class decorator: make ``psdsos.load`` able to rebuild instances of ``cls``.
 
-    ``cls`` declares its file (a :class:`SavedEstimator`), or gives the metadata schema
-    ``_SAVED_META``, the array schema ``_saved_arrays(meta, source=...)`` and the builder
-    ``_from_saved(arrays, meta)`` itself.
+    ``cls`` declares its file: it is a :class:`SavedEstimator`.
     """
+    if not issubclass(cls, SavedEstimator):
+        raise TypeError(f"{cls.__name__} must be a SavedEstimator to be loadable")
     register_loader(cls.__name__, functools.partial(_load_estimator, cls))
     return cls
 
@@ -181,10 +181,9 @@ def _load_estimator(cls, arrays, meta, source):
     meta["params"] = _saved_params(cls, meta["params"], arrays, source)
     spec, symbols = cls._saved_arrays(meta, source=source)
     check_saved_arrays(arrays, spec, symbols=symbols, source=source,
-                       any_dtype=getattr(cls, "_SAVED_ANY_DTYPE", ()))
-    kwargs = {"source": source} if issubclass(cls, SavedEstimator) else {}
+                       any_dtype=cls._SAVED_ANY_DTYPE)
     try:
-        return cls._from_saved(arrays, meta, **kwargs)
+        return cls._from_saved(arrays, meta, source=source)
     except (KeyError, TypeError, IndexError) as exc:  # a schema gap: still a ValueError
         raise ValueError(f"{source} is not a valid {cls.__name__} file: "
                          f"{type(exc).__name__} {exc}") from None
@@ -250,24 +249,6 @@ def _encode_params(owner, params, arrays):
     if kernel_sigma is not None:
         out["sigma"] = kernel_sigma
     return out
-
-
-def save_estimator(estimator: Any, path: PathLike, arrays: Mapping[str, Any],
-                   extra_meta: dict[str, Any]) -> None:
-    """Write a fitted estimator: its constructor params (JSON-able) plus arrays.
-
-    An array-valued parameter (e.g. ConvexRegressor's ``constraint_points``) is stored as
-    the array ``param_<name>`` (its JSON entry is ``{"array": "param_<name>"}``) and
-    restored by :func:`load`.
-
-    The writer of the estimators that do not declare their files (no psdsos estimator now):
-    kept with the reader's branch for them because the previous implementations run by
-    ``benchmarks/cnls_scale.py`` (read from git history) import it.
-    """
-    arrays = dict(arrays)
-    params = _encode_params(type(estimator).__name__, estimator.get_params(deep=False), arrays)
-    meta = {"type": type(estimator).__name__, "params": params, **extra_meta}
-    save_npz(path, arrays, meta)
 
 
 # ---- declared files: one writer and one reader for every estimator ----------------------
