@@ -14,7 +14,7 @@ PAGES = [ROOT / "docs" / name for name in (
     "getting-started.md", "large-data.md", "psd-regression.md", "bures-demo.md", "geometry.md",
     "convex-regression.md", "model-selection.md", "kernels.md",
     "structured-prediction.md", "structured-prediction-math.md", "projection-oracles.md",
-    "localized-prediction.md",
+    "localized-prediction.md", "extending.md",
 )]
 SNIPPETS = [code for page in PAGES
             for code in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)]
