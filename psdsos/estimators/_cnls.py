@@ -33,7 +33,7 @@ __all__ = ["PiecewiseLinearConvexRegressor"]
 
 # Entries of one (rows x n) block of pairwise values (violation checks, predictions): 512 kB,
 # the largest array of the scan (memory O(n) apart from it, never n x n).  Small blocks stay
-# in cache: at n = 10^4 a full scan measured 0.32 s against 0.47 s with 8 MB blocks.
+# in cache, which makes the scan faster than with larger blocks.
 _BLOCK_ENTRIES = 1 << 16
 # Largest input dimension for which n_neighbors="auto" starts from the Delaunay graph (its
 # size grows like n^ceil(d/2) in the worst case); above it, k nearest neighbours.
@@ -44,12 +44,11 @@ _ADD_TARGET = 1.0
 _ADD_MAX = 8
 # Screening rounds solve the QP to this relative accuracy (no iterative refinement) while the
 # largest violation exceeds max(_SCREEN_SWITCH, tol) (units of std(y)); the certified rounds
-# after them are tight.  A screening solution is accurate to about 2e-5 std(y) in theta
-# (measured at n = 3000 and 10^4, d = 2), so violations above 0.1 are real; below it few pairs
-# are still missing, and a tight round sees them exactly: switching there saved one round
-# (n = 10^4, d = 2: 7 rounds instead of 9; n = 1000-3000, d = 2, 3: one of 5-8), with the same
-# optimum.  Switching at 10 tol instead spent a screening round on pairs whose violations are
-# below the screening solutions' own error.
+# after them are tight.  A screening solution's error in theta is orders of magnitude below
+# 0.1 std(y), so violations above 0.1 are real; below it few pairs are still missing, and a
+# tight round sees them exactly (one round fewer than switching at 10 tol, which spends a
+# screening round on pairs whose violations are below the screening solutions' own error;
+# same optimum).
 # Below _SCREEN_MIN_N points, and for d > _DELAUNAY_MAX_DIM, every round is tight.
 _SCREEN_TOL = 1e-7
 _SCREEN_SWITCH = 0.1
@@ -273,8 +272,8 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
     tight solve whose full scan finds no violation above tol, and the last allowed round
     (``max_rounds``) is always tight: the returned fit is a tight solve and ``max_violation_``
     its full-scan certificate.  The constraints only grow, so the loop ends after finitely many
-    rounds with the exact CNLS solution.  Memory is O(number of pairs), about 10 per point (d =
-    2) and 16 (d = 5) in the examples measured.
+    rounds with the exact CNLS solution.  Memory is O(number of pairs), a small multiple of n
+    (see the benchmarks page).
     Internally X is centred and scaled per feature and y standardized, each first divided by
     its largest absolute value so that no step overflows or underflows: the problem is
     equivariant under :math:`y \to a y + b` (:math:`\hat\theta \to a\hat\theta + b`,
@@ -297,11 +296,10 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
     solver : {"CLARABEL", "SCS"}, default="CLARABEL"
         CVXPY solver for each QP (status checked by :func:`psdsos.solvers.solve_cvxpy`).
         Clarabel (interior point) cannot be warm-started, and the constraint set changes every
-        round anyway; it still measured about 30 times faster than OSQP at comparable accuracy
-        (n = 300, d = 2), and CVXPY's HiGHS interface failed on these problems.  For d <= 3
-        Clarabel runs with its QDLDL factorization (its automatic choice, faer, measured 3.5
-        times slower on one thread at n = 10^4, d = 2), for d >= 4 with faer (QDLDL measured
-        4.6 times slower at n = 3000, d = 5); screening rounds skip iterative refinement.
+        round anyway; it is much faster than OSQP at comparable accuracy.  For d <= 3 Clarabel
+        runs with its QDLDL factorization (sparse pair graphs, little fill), for d >= 4 with
+        faer (more fill); screening rounds skip iterative refinement.  The benchmarks page
+        gives the measured figures.
         SCS is a slower, lower-accuracy fallback.
     concave : bool, default=False
         Fit a concave function instead (min of affine pieces).
@@ -368,9 +366,8 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
         v = cp.Variable(n * (p + 1))
         resid = v[:n] - ys if sw is None else cp.multiply(sw, v[:n] - ys)
         # sum of squares without the 1/n of eq. (27) (same minimizer): the solver's absolute
-        # gap tolerance then bounds the error in theta more tightly (measured on 30 noisy
-        # points, Clarabel at 1e-10: 5e-13, against 2e-11 with the 1/n and 2e-6 with the
-        # norm ||theta - y||_2).  The problem is rebuilt each round: its constraint matrix
+        # gap tolerance then bounds the error in theta more tightly than with the 1/n or with
+        # the norm ||theta - y||_2.  The problem is rebuilt each round: its constraint matrix
         # changes shape, so a CVXPY Parameter would not spare the compilation.
         prob = cp.Problem(cp.Minimize(cp.sum_squares(resid)), [A @ v >= 0])
         solver = self.solver.upper()
@@ -382,11 +379,9 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
             tol = max(tol, min(_SCREEN_TOL, self.tol))
         if solver == "CLARABEL":
             # refinement only in the certified rounds; the linear solver by dimension: for
-            # d <= 3 (Delaunay-like pair graphs, little fill) QDLDL, which solved the first QP
-            # at n = 10^4, d = 2 in 7.3 s against 26 s for Clarabel's automatic choice (faer)
-            # on one thread (6 s against 40 s on two); for d >= 4 (nearest-neighbour graphs,
-            # more fill) faer's supernodal factorization: a fit at n = 3000, d = 5 took 41 s
-            # of CPU with it (one thread) against 186 s with QDLDL
+            # d <= 3 (Delaunay-like pair graphs, little fill) QDLDL, faster there than
+            # Clarabel's automatic choice (faer); for d >= 4 (nearest-neighbour graphs, more
+            # fill) faer's supernodal factorization, faster there than QDLDL
             options = {"iterative_refinement_enable": tight}
             if p <= _DELAUNAY_MAX_DIM:
                 options["direct_solve_method"] = "qdldl"
@@ -415,7 +410,7 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
         n = Xs.shape[0]
         keys = _initial_pairs(Xs, self.n_neighbors)
         # all pairs already, or a small problem: nothing to screen; for d >= 4 screening
-        # measured 19% slower (n = 1000, d = 5: two more rounds than it saved in solves)
+        # costs more rounds than it saves in solves
         tight = (keys.size >= n * (n - 1) or n < _SCREEN_MIN_N
                  or Xs.shape[1] > _DELAUNAY_MAX_DIM)
         t0 = time.perf_counter()

@@ -253,7 +253,7 @@ class _SPDNewton(_SPDEigen):
         P = None
         while True:
             cert = ~done & (ev.gn + 2.0 * ev.err <= tol)
-            if cert.any():  # ||V^T V - I||_F <= sqrt(d) bound; above _ORTH_TOL: measured
+            if cert.any():  # ||V^T V - I||_F <= sqrt(d) bound; above _ORTH_TOL: computed
                 rows = (np.flatnonzero(cert)[:, None] * m + np.arange(m)).ravel()
                 rows = rows[~(ev.od[rows] * np.sqrt(d) <= _ORTH_TOL)]
                 if rows.size:
