@@ -31,7 +31,9 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from psdsos.losses import HuberLoss, SquaredLoss
-from psdsos.solvers._dual import DualResult, _say, solve_dual
+from psdsos.solvers._apg import DualResult
+from psdsos.solvers._apg import say as _say
+from psdsos.solvers._dual import solve_dual
 from psdsos.sos import PSDLossProblem, sos_adjoint, sos_evaluate
 
 __all__ = ["solve_huber_irls"]
