@@ -1,5 +1,7 @@
 """Solvers: one accelerated dual solver for negative-part duals, CVXPY primal solves."""
 
+from psdsos.solvers._block_problem import BlockDualProblem
+from psdsos.solvers._blocks import DualBlock
 from psdsos.solvers._dual import DualProblem, DualResult, solve_dual
 from psdsos.solvers._irls import solve_huber_irls
 from psdsos.solvers._negpart import NegativePart
@@ -14,6 +16,8 @@ from psdsos.solvers._primal import (
 )
 
 __all__ = [
+    "BlockDualProblem",
+    "DualBlock",
     "DualPreconditioner",
     "DualProblem",
     "DualResult",

@@ -119,7 +119,11 @@ def solve_dual(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,
 
     Parameters
     ----------
-    problem : DualProblem
+    problem : DualProblem or BlockDualProblem
+        One SoS block (``Phi``, ``d``, ``lam1``, ``lam2``), or several (``blocks``: the
+        negative-part term summed over them, one eigendecomposition per block; then ``G``
+        and ``B`` of the result are a tuple and a list over the blocks, and the steps are
+        Euclidean: the preconditioner is for one block).
     tol : float
         Stop when the relative duality gap is at most ``tol``; the returned B is then
         ``tol``-optimal for the primal in relative objective value.
