@@ -16,7 +16,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from psdsos.solvers import BlockDualProblem, DualBlock, solve_dual
+from psdsos.solvers import (
+    BlockDualProblem,
+    DualBlock,
+    DualProblemProtocol,
+    dual_capabilities,
+    solve_dual,
+)
 from psdsos.sos import PSDLeastSquares, sos_evaluate
 
 
@@ -166,3 +172,21 @@ def test_block_problem_checks_its_blocks(rng):
         BlockDualProblem([DualBlock(b1.Phi, 1, 0.0, 0.0)])
     with pytest.raises(ValueError, match="DualBlock"):
         BlockDualProblem([b1.Phi])
+
+
+def test_problems_declare_the_protocol(rng):
+    blocks = _blocks(rng)
+    pb, _, _ = _problem(blocks, rng)
+    assert isinstance(pb, DualProblemProtocol)
+    caps = dual_capabilities(pb)
+    assert caps.blocks and not caps.proximal and not caps.coupled
+
+    class Incomplete:
+        lam1, lam2, d = 0.0, 1.0, 1
+        Phi = np.eye(2)
+
+        def smooth(self, G):
+            return 0.0, G
+
+    with pytest.raises(TypeError, match="smooth_lipschitz.*primal_objective"):
+        solve_dual(Incomplete())

@@ -14,6 +14,7 @@ from psdsos.solvers._primal import (
     solve_cvxpy,
     solve_primal,
 )
+from psdsos.solvers._protocol import DualProblemProtocol, dual_capabilities
 
 __all__ = [
     "BlockDualProblem",
@@ -21,6 +22,8 @@ __all__ = [
     "DualPreconditioner",
     "DualProblem",
     "DualResult",
+    "DualProblemProtocol",
+    "dual_capabilities",
     "solve_dual",
     "solve_huber_irls",
     "NegativePart",

@@ -143,9 +143,11 @@ class ProblemView:
     blocks, :class:`psdsos.solvers.BlockDualProblem`) look the same through it.
     """
 
-    def __init__(self, problem: Any) -> None:
+    def __init__(self, problem: Any, caps: Any) -> None:
         self.problem = problem
-        self.multi = hasattr(problem, "blocks")
+        self.multi = caps.blocks
+        fn = caps.smooth_value
+        self._smooth_value = fn if fn is not None else (lambda G: problem.smooth(G)[0])
         if self.multi:
             self.blocks = list(problem.blocks)
         else:
@@ -172,7 +174,7 @@ class ProblemView:
         return q, self.flat(g)
 
     def smooth_value(self, v: np.ndarray) -> float:
-        return self.problem.smooth_value(self.native(v))
+        return self._smooth_value(self.native(v))
 
     def primal_objective(self, v: np.ndarray, Bs: list[np.ndarray],
                          FBs: list[np.ndarray]) -> float:

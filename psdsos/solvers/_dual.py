@@ -20,7 +20,9 @@ with q smooth and convex, the primal matrix recovered as
 :math:`\mathbf B(\Gamma) = \lambda_2^{-1}[\mathcal A^*(\Gamma) + \lambda_1 I]_-` and the
 gradient :math:`\nabla D(\Gamma) = \nabla q(\Gamma) - \mathcal A(\mathbf B(\Gamma))`.
 PSD least squares (eq. 12) and convex regression (eq. 29) are instances; see
-``psdsos.sos`` for the problem objects.
+``psdsos.sos`` for the problem objects.  Several SoS blocks (one negative-part term each,
+:class:`~psdsos.solvers.BlockDualProblem`) go through the same code; the interface a
+problem offers is :class:`~psdsos.solvers.DualProblemProtocol`, checked once per solve.
 
 The solver is an accelerated (Nesterov/FISTA) gradient method with
 
@@ -63,12 +65,14 @@ from psdsos._validation import check_scalar
 from psdsos.solvers._apg import APGState, Certificate, DualResult, Step, run_apg, say
 from psdsos.solvers._blocks import NegativePartTerm, ProblemView
 from psdsos.solvers._precond import DualPreconditioner
+from psdsos.solvers._protocol import dual_capabilities
 
 __all__ = ["DualProblem", "DualResult", "solve_dual"]
 
 
 class DualProblem:
-    """What :func:`solve_dual` needs from a problem (subclass and fill in).
+    """What :func:`solve_dual` needs from a one-block problem (subclass and fill in; the
+    interface, with its optional hooks, is :class:`~psdsos.solvers.DualProblemProtocol`).
 
     Attributes
     ----------
@@ -167,22 +171,23 @@ def solve_dual(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,
     """
     tol = check_scalar(tol, "tol", lower=0.0, lower_inclusive=False)
     max_iter = check_scalar(max_iter, "max_iter", lower=1, integer=True)
+    caps = dual_capabilities(problem)
     if not float(problem.lam2) > 0:
         raise ValueError(
             "lam2 must be > 0 for the dual solver (the negative-part dual needs a strongly "
             "convex regularizer); use solver='primal' for lam2 = 0"
         )
-    if getattr(problem, "prox", None) is not None:
+    if caps.proximal:
         from psdsos.solvers._dual_prox import solve_dual_prox
 
-        qset = getattr(problem, "quadratic_set", lambda: None)()
+        qset = caps.quadratic_set() if caps.quadratic_set is not None else None
         return solve_dual_prox(problem, tol=tol, max_iter=max_iter, init=init,
                                step_size=step_size, verbose=verbose, history=history,
-                               qset=qset if precondition else None)
+                               qset=qset if precondition else None, caps=caps)
     t0 = time.perf_counter()
     every = 100 if verbose is True else int(verbose or 0)
-    view = ProblemView(problem)
-    method = _GradientSteps(problem, view, precondition=precondition, step_size=step_size,
+    view = ProblemView(problem, caps)
+    method = _GradientSteps(problem, view, caps, precondition=precondition, step_size=step_size,
                             tol=tol, max_iter=max_iter, every=every, t0=t0)
     x0 = np.zeros(view.layout.size) if init is None else view.from_init(init)
     state = APGState(x=x0, y=x0, eta=method.eta0,
@@ -200,7 +205,7 @@ class _GradientSteps:
     label = ""
     err_name = "relative duality gap"
 
-    def __init__(self, problem, view, *, precondition, step_size, tol, max_iter, every, t0):
+    def __init__(self, problem, view, caps, *, precondition, step_size, tol, max_iter, every, t0):
         self.problem, self.view = problem, view
         self.tol, self.every, self.t0 = tol, every, t0
         blk = view.blocks[0]
@@ -216,11 +221,11 @@ class _GradientSteps:
         self.neg = NegativePartTerm(view.blocks)
         mu = float(problem.strong_convexity())
         if precondition:
-            factor = getattr(problem, "smooth_hessian_factor", None)
+            factor = caps.smooth_hessian_factor
             U = factor() if factor is not None else None
             # the identity part of P: mu, or a larger curvature bound when grad^2 q - mu I
             # is not described by U (weighted least squares: per-sample curvatures 1 / c_i)
-            shift = getattr(problem, "curvature_shift", None)
+            shift = caps.curvature_shift
             self.Pinv = DualPreconditioner(Phi, d, lam2, mu if shift is None else
                                            float(shift()), U)
             # a complete factor: 10 power iterations; the split factor's P~ >= P holds by
@@ -242,10 +247,10 @@ class _GradientSteps:
         else:
             eta = 4.0 * self.eta_min
         self.eta0 = max(eta, self.eta_min)
-        self.coupled = bool(getattr(problem, "coupled", False))
+        self.coupled = caps.coupled
         self.res_floor = 0.0
         self.obj_floor = 1e-300
-        floors = getattr(problem, "dual_floors", None)
+        floors = caps.dual_floors
         if floors is not None:
             # absolute floors of the denominators from the data's own scales, so that an
             # optimum at theta = 0, B = 0 (e.g. an affine target of convex regression:

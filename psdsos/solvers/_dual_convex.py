@@ -33,6 +33,7 @@ import numpy as np
 from psdsos._validation import check_scalar
 from psdsos.solvers._apg import APGState, Certificate, DualResult, Step, run_apg
 from psdsos.solvers._blocks import DualBlock, NegativePartTerm
+from psdsos.solvers._protocol import LOSS_DUAL_METHODS, require_methods
 
 __all__ = ["LossDualResult", "solve_dual_loss"]
 
@@ -89,6 +90,7 @@ def solve_dual_loss(problem: Any, *, tol: float = 1e-6, max_iter: int = 20000,
     -------
     LossDualResult
     """
+    require_methods(problem, LOSS_DUAL_METHODS, "solve_dual_loss")
     tol = check_scalar(tol, "tol", lower=0.0, lower_inclusive=False)
     max_iter = check_scalar(max_iter, "max_iter", lower=1, integer=True)
     if not float(problem.rho) > 0:

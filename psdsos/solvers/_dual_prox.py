@@ -25,6 +25,7 @@ import numpy as np
 from psdsos.solvers._apg import APGState, Certificate, DualResult, Step, run_apg, say
 from psdsos.solvers._blocks import DualBlock, NegativePartTerm
 from psdsos.solvers._precond import DualPreconditioner
+from psdsos.solvers._protocol import DualCapabilities, dual_capabilities
 
 __all__ = ["solve_dual_prox"]
 
@@ -35,12 +36,14 @@ _GAP_EVERY = 4
 
 def solve_dual_prox(problem: Any, *, tol: float, max_iter: int, init: np.ndarray | None,
                     step_size: float | None, verbose: bool | int, history: bool,
-                    qset: tuple[Any, Any, Any] | None = None) -> DualResult:
+                    qset: tuple[Any, Any, Any] | None = None,
+                    caps: DualCapabilities | None = None) -> DualResult:
     """Accelerated proximal gradient on D = f + h (module docstring); arguments as
     :func:`psdsos.solvers.solve_dual`, ``qset`` the Huber sets for metric steps."""
     t0 = time.perf_counter()
     every = 100 if verbose is True else int(verbose or 0)
-    method = _ProxSteps(problem, step_size=step_size, qset=qset, tol=tol, max_iter=max_iter,
+    caps = dual_capabilities(problem) if caps is None else caps
+    method = _ProxSteps(problem, caps, step_size=step_size, qset=qset, tol=tol, max_iter=max_iter,
                         every=every, t0=t0)
     m, d = method.block.m, method.block.d
     x0 = np.zeros((m, d, d)) if init is None else np.array(
@@ -59,7 +62,7 @@ class _ProxSteps:
     label = ""
     err_name = "relative duality gap"
 
-    def __init__(self, problem, *, step_size, qset, tol, max_iter, every, t0):
+    def __init__(self, problem, caps, *, step_size, qset, tol, max_iter, every, t0):
         self.problem, self.tol, self.max_iter, self.every, self.t0 = (
             problem, tol, max_iter, every, t0)
         self.block = blk = DualBlock(problem.Phi, int(problem.d), float(problem.lam1),
@@ -74,7 +77,7 @@ class _ProxSteps:
         self.eta0 = self.eta_min
         mu = float(problem.strong_convexity())
         self.obj_floor = 1e-300
-        floors = getattr(problem, "dual_floors", None)
+        floors = caps.dual_floors
         if floors is not None:
             self.obj_floor = max(float(floors()[0]), 1e-300)
         self.metric = None
