@@ -64,6 +64,7 @@ import numpy as np
 from psdsos._validation import check_scalar
 from psdsos.solvers._apg import APGState, Certificate, DualResult, Step, run_apg, say
 from psdsos.solvers._blocks import NegativePartTerm, ProblemView
+from psdsos.solvers._dual_prox import solve_dual_prox
 from psdsos.solvers._precond import DualPreconditioner
 from psdsos.solvers._protocol import dual_capabilities
 
@@ -178,8 +179,6 @@ def solve_dual(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,
             "convex regularizer); use solver='primal' for lam2 = 0"
         )
     if caps.proximal:
-        from psdsos.solvers._dual_prox import solve_dual_prox
-
         qset = caps.quadratic_set() if caps.quadratic_set is not None else None
         return solve_dual_prox(problem, tol=tol, max_iter=max_iter, init=init,
                                step_size=step_size, verbose=verbose, history=history,
