@@ -9,12 +9,10 @@ solver (dual or primal), and certifies convexity between the constraint points
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.exceptions import ConvergenceWarning
 
 from psdsos._params import (
     KERNEL_OPTIONS,
@@ -44,7 +42,7 @@ from psdsos.estimators._convex_certify import (
 from psdsos.estimators._dask import is_dask_array
 from psdsos.kernels import Kernel, get_kernel
 from psdsos.losses import SquaredLoss, get_loss
-from psdsos.solvers import PRIMAL_SOLVERS, solve_dual
+from psdsos.solvers import PRIMAL_SOLVERS
 from psdsos.sos import (
     ConvexRegressionNystromProblem,
     ConvexRegressionProblem,
@@ -401,49 +399,45 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         decreasing), warm started along the way.  At a fixed point the least-squares KKT
         conditions are those of the loss, so (u, Gamma) is then optimal; the certified
         proximal solver finishes from there."""
+        from psdsos.solvers._irls import irls
+
         loss, c = problem.loss, problem.c
-        self._irls_iter = 0
-        n_rounds = 50 if loss.is_smooth else 25
-        eps = 0.1
-        G, alpha, beta = None, None, None
-        omega = np.ones_like(c)
-        z_old = None
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            for _ in range(n_rounds):
-                if landmarks is None:
-                    pw = ConvexRegressionProblem(K, Hk, Phi, t, E, self.rho, self.lam1,
-                                                 self.lam2, sample_weight=c * omega / 2,
-                                                 normalize_weights=False)
-                else:
-                    pw = ConvexRegressionNystromProblem(
-                        *landmarks, Hk, Phi, t, self.fit_intercept, self.rho, self.lam1,
-                        self.lam2, sample_weight=c * omega / 2, normalize_weights=False)
-                budget = self.max_iter - self._irls_iter
-                if budget <= 0:
-                    break
-                res = solve_dual(pw, tol=min(self.tol, 1e-8), max_iter=min(2000, budget),
-                                 init=G)
-                self._irls_iter += res.n_iter
-                G = res.G
-                alpha, beta = pw.recover(G)
-                z = problem._values(alpha) + (E @ beta if E is not None else 0.0)
-                r = z - t
-                g = loss.grad(r)
-                if loss.is_smooth:
-                    h = 1e-8
-                    small = np.abs(r) < h
-                    omega = np.where(small, loss.grad(np.full_like(r, h)) / h,
-                                     g / np.where(small, 1.0, r))
-                else:
-                    omega = np.abs(g) / np.maximum(np.abs(r), eps)
-                    eps = max(0.5 * eps, 1e-5)
-                omega = np.maximum(omega, 1e-8)
-                if z_old is not None and np.linalg.norm(z - z_old) <= 1e-10 * max(
-                        np.linalg.norm(z), 1e-300):
-                    break
-                z_old = z
-        return problem.initial_point(G, alpha, beta)
+        st = {"eps": 0.1, "z": None, "G": None, "alpha": None, "beta": None}
+
+        def weighted(omega):
+            if landmarks is None:
+                return ConvexRegressionProblem(K, Hk, Phi, t, E, self.rho, self.lam1,
+                                               self.lam2, sample_weight=c * omega / 2,
+                                               normalize_weights=False)
+            return ConvexRegressionNystromProblem(
+                *landmarks, Hk, Phi, t, self.fit_intercept, self.rho, self.lam1, self.lam2,
+                sample_weight=c * omega / 2, normalize_weights=False)
+
+        def update(pw, res, total):
+            st["G"] = res.G
+            st["alpha"], st["beta"] = alpha, beta = pw.recover(res.G)
+            z = problem._values(alpha) + (E @ beta if E is not None else 0.0)
+            r = z - t
+            g = loss.grad(r)
+            if loss.is_smooth:
+                h = 1e-8
+                small = np.abs(r) < h
+                omega = np.where(small, loss.grad(np.full_like(r, h)) / h,
+                                 g / np.where(small, 1.0, r))
+            else:
+                omega = np.abs(g) / np.maximum(np.abs(r), st["eps"])
+                st["eps"] = max(0.5 * st["eps"], 1e-5)
+            z_old, st["z"] = st["z"], z
+            if z_old is not None and np.linalg.norm(z - z_old) <= 1e-10 * max(
+                    np.linalg.norm(z), 1e-300):
+                return None
+            return np.maximum(omega, 1e-8), res.G
+
+        out = irls(weighted, update, weights=np.ones_like(c), tol=min(self.tol, 1e-8),
+                   max_iter=self.max_iter, max_rounds=50 if loss.is_smooth else 25,
+                   inner_max_iter=2000)
+        self._irls_iter = out.n_iter
+        return problem.initial_point(st["G"], st["alpha"], st["beta"])
 
     # ---- the fitted function ----------------------------------------------------------------
     def _check_X(self, X: ArrayLike) -> np.ndarray:

@@ -1,5 +1,7 @@
 """Solvers: one accelerated dual solver for negative-part duals, CVXPY primal solves."""
 
+from psdsos.solvers._block_problem import BlockDualProblem
+from psdsos.solvers._blocks import DualBlock
 from psdsos.solvers._dual import DualProblem, DualResult, solve_dual
 from psdsos.solvers._irls import solve_huber_irls
 from psdsos.solvers._negpart import NegativePart
@@ -12,11 +14,16 @@ from psdsos.solvers._primal import (
     solve_cvxpy,
     solve_primal,
 )
+from psdsos.solvers._protocol import DualProblemProtocol, dual_capabilities
 
 __all__ = [
+    "BlockDualProblem",
+    "DualBlock",
     "DualPreconditioner",
     "DualProblem",
     "DualResult",
+    "DualProblemProtocol",
+    "dual_capabilities",
     "solve_dual",
     "solve_huber_irls",
     "NegativePart",

@@ -18,22 +18,22 @@ against the quadratic upper bound.  Stopping: the relative duality gap
 (alpha from u and Gamma, beta minimizing the loss for that alpha, B the negative part) and
 the dual value at the prox point, and the relative Hessian-constraint residual, both
 <= tol (as for the squared loss, the primal point satisfies the coupling only at the
-optimum).
+optimum).  The pair (u, Gamma) is one block variable of the loop of
+:mod:`psdsos.solvers._apg` (momentum, restart, stopping, result).
 """
 
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from psdsos._validation import check_scalar
-from psdsos.solvers._dual import DualResult, _momentum, _say
-from psdsos.solvers._negpart import NegativePart
-from psdsos.sos import sos_adjoint, sos_evaluate, sos_operator_norm_sq
+from psdsos.solvers._apg import APGState, Certificate, DualResult, Step, run_apg
+from psdsos.solvers._blocks import DualBlock, NegativePartTerm
+from psdsos.solvers._protocol import LOSS_DUAL_METHODS, require_methods
 
 __all__ = ["LossDualResult", "solve_dual_loss"]
 
@@ -59,8 +59,10 @@ class LossDualResult(DualResult):
     residual: float = float("nan")
 
 
-def solve_dual_loss(problem, *, tol=1e-6, max_iter=20000, init=None, verbose=False,
-                    history=False, check_every=20):
+def solve_dual_loss(problem: Any, *, tol: float = 1e-6, max_iter: int = 20000,
+                    init: tuple[np.ndarray, np.ndarray] | None = None,
+                    verbose: bool | int = False, history: bool = False,
+                    check_every: int = 20) -> LossDualResult:
     r"""Minimize the dual D(u, Gamma) of convex regression with a general loss.
 
     Parameters
@@ -88,115 +90,109 @@ def solve_dual_loss(problem, *, tol=1e-6, max_iter=20000, init=None, verbose=Fal
     -------
     LossDualResult
     """
+    require_methods(problem, LOSS_DUAL_METHODS, "solve_dual_loss")
     tol = check_scalar(tol, "tol", lower=0.0, lower_inclusive=False)
     max_iter = check_scalar(max_iter, "max_iter", lower=1, integer=True)
-    lam1, lam2 = float(problem.lam1), float(problem.lam2)
     if not float(problem.rho) > 0:
         raise ValueError("rho must be > 0 for the dual solver of convex regression; use "
                          "solver='primal' for rho = 0")
-    if not lam2 > 0:
+    if not float(problem.lam2) > 0:
         raise ValueError("lam2 must be > 0 for the dual solver; use solver='primal' for "
                          "lam2 = 0")
-    Phi, d = problem.Phi, int(problem.d)
-    m, r = Phi.shape
-    N = r * d
     t0 = time.perf_counter()
     every = 100 if verbose is True else int(verbose or 0)
-    L = float(problem.lipschitz()) + sos_operator_norm_sq(Phi) / lam2
-    eta_min = 1.0 / L
-    eta = 4.0 * eta_min
-    obj_floor, res_floor = (float(v) for v in problem.dual_floors())
-    obj_floor = max(obj_floor, 1e-300)
+    method = _LossSteps(problem, tol=tol, max_iter=max_iter, every=every, t0=t0,
+                        check_every=check_every)
+    blk = method.neg.blocks[0]
     if init is None:
         u, G = problem.initial_point()
     else:
         u, G = init
         u = problem.prox(np.asarray(u, dtype=np.float64), 0.0)
-        G = np.array(G, dtype=np.float64).reshape(m, d, d)
+        G = np.array(G, dtype=np.float64).reshape(blk.shape)
         G = 0.5 * (G + G.transpose(0, 2, 1))
-    negpart = NegativePart(N)
-    eye_l1 = lam1 * np.eye(N)
-    # floor of the residual's denominator: 1e-3 of the Hessians of the Gamma = 0 fit
-    H0 = problem.coupling(np.zeros(problem.n), np.zeros((m, d, d)))[2]
-    res_floor = max(res_floor, 1e-6 * float(np.vdot(H0, H0)))
+    x = (problem.prox(u, 0.0), G)
+    state = APGState(x=x, y=x, eta=method.eta0,
+                     history={"residual": [], "gap": []} if history else None)
+    res = run_apg(method, state, tol=tol, max_iter=max_iter, every=every, t0=t0,
+                  result_type=LossDualResult)
+    assert isinstance(res, LossDualResult)
+    return res
 
-    def S_of(G):
-        return sos_adjoint(Phi, G) + eye_l1
 
-    def smooth_value(u, G):
-        return problem.coupling_value(u, G) + negpart.sq_norm(S_of(G)) / (2 * lam2)
+class _LossSteps:
+    """Proximal gradient steps on (u, Gamma) for :func:`run_apg`, with backtracking from
+    a doubled step; the gap where the residual is small (module docstring)."""
 
-    xu, xG = problem.prox(u, 0.0), G
-    yu, yG = xu, xG
-    t_fista = 1.0
-    hist = {"residual": [], "gap": []} if history else None
-    best = None
-    converged = False
-    message = ""
-    n_iter = 0
-    last_check = 0
-    setup_time = time.perf_counter() - t0
-    for it in range(1, max_iter + 1):
-        n_iter = it
+    err_name = "relative gap / residual"
+
+    def __init__(self, problem, *, tol, max_iter, every, t0, check_every):
+        self.problem, self.tol, self.max_iter, self.every, self.t0 = (
+            problem, tol, max_iter, every, t0)
+        self.check_every = check_every
+        self.label = f" (convex regression, loss {problem.loss.name!r})"
+        blk = DualBlock(problem.Phi, int(problem.d), float(problem.lam1),
+                        float(problem.lam2))
+        self.neg = NegativePartTerm([blk])
+        self.L = float(problem.lipschitz()) + self.neg.lipschitz()
+        self.eta_min = 1.0 / self.L
+        self.eta0 = 4.0 * self.eta_min
+        self.mu = 0.0  # no strong convexity used here
+        obj_floor, res_floor = (float(v) for v in problem.dual_floors())
+        self.obj_floor = max(obj_floor, 1e-300)
+        # floor of the residual's denominator: 1e-3 of the Hessians of the Gamma = 0 fit
+        H0 = problem.coupling(np.zeros(problem.n), np.zeros(blk.shape))[2]
+        self.res_floor = max(res_floor, 1e-6 * float(np.vdot(H0, H0)))
+        self.last_check = 0
+
+    def iterate(self, state, it):
+        problem, neg = self.problem, self.neg
+        yu, yG = state.y
         cv, gu, H, v = problem.coupling(yu, yG)
-        Nneg, neg_sq = negpart(S_of(yG))
-        B = Nneg / lam2
-        FB = sos_evaluate(Phi, B, d)
-        fy = cv + neg_sq / (2 * lam2)
+        Bs, neg_val = neg(neg.shifted([yG]))
+        FB = neg.evaluate(Bs)[0]
+        fy = cv + neg_val
         gG = H - FB
         res = float(np.sqrt(float(np.vdot(gG, gG)) / max(
-            float(np.vdot(H, H)), float(np.vdot(FB, FB)), res_floor, 1e-300)))
+            float(np.vdot(H, H)), float(np.vdot(FB, FB)), self.res_floor, 1e-300)))
+        eta = state.eta
         while True:
             un = problem.prox(yu - eta * gu, eta)
             Gn = yG - eta * gG
             du, dG = un - yu, Gn - yG
-            fn = smooth_value(un, Gn)
+            fn = problem.coupling_value(un, Gn) + neg.value(neg.shifted([Gn]))
             quad = fy + float(gu @ du) + float(np.vdot(gG, dG)) + (
                 float(du @ du) + float(np.vdot(dG, dG))) / (2 * eta)
-            if eta <= eta_min or fn <= quad:
+            if eta <= self.eta_min or fn <= quad:
                 break
-            eta = max(0.5 * eta, eta_min)
-        if hist is not None:
-            hist["residual"].append(res)
-        since = it - last_check
-        if (res <= tol and since >= 5) or since >= check_every or it == max_iter or it == 1:
-            last_check = it
-            alpha, beta, z = problem.primal_point(v)
-            P = problem.primal_value(v, z, B)
-            Dn = fn + problem.conjugate_value(un)
-            gap = (P + Dn) / max(abs(P), abs(Dn), obj_floor)
-            err = max(abs(gap), res)
-            if hist is not None:
-                hist["gap"].append((it, gap))
-            if best is None or err < best[0]:
-                best = (err, gap, res, un, Gn, alpha, beta, B, P, -Dn)
-            if every and (it % every == 0 or it == 1 or err <= tol):
-                _say(f"iter {it:6d}  rel. gap {gap:.3e}  rel. residual {res:.3e}  primal "
-                     f"{P:.10g}  step*L {eta * L:.3g}  {time.perf_counter() - t0:.1f} s")
-            if err <= tol:
-                converged = True
-                message = (f"relative duality gap {gap:.3e} and relative constraint residual "
-                           f"{res:.3e} <= tol {tol:g}")
-                break
-        # momentum with the gradient-mapping restart (no strong convexity used here)
-        (yu, yG), (xu, xG), t_fista = _momentum((yu, yG), (un, Gn), (xu, xG), t_fista, 0.0,
-                                                eta)
-        eta = 2.0 * eta
-    else:
-        message = (f"maximum number of iterations {max_iter} reached with relative gap / "
-                   f"residual {best[0]:.3e} > tol {tol:g}")
-    err, gap, res, u, G, alpha, beta, B, P, Dval = best
-    if every:
-        _say(f"{'converged' if converged else 'stopped'} after {n_iter} iterations, "
-             f"{time.perf_counter() - t0:.1f} s: {message}")
-    if not converged:
-        warnings.warn(f"psdsos dual solver (convex regression, loss "
-                      f"{problem.loss.name!r}) did not converge: {message}. Increase "
-                      "max_iter or tol.", ConvergenceWarning, stacklevel=2)
-    return LossDualResult(
-        G=G, B=B, primal_objective=P, dual_objective=Dval, dual_gap=err, n_iter=n_iter,
-        converged=converged, message=message, step_size=eta,
-        time=time.perf_counter() - t0, history=hist, setup_time=setup_time,
-        u=u, alpha=alpha, beta=beta, residual=res,
-    )
+            eta = max(0.5 * eta, self.eta_min)
+        state.eta = eta
 
+        def take_step():
+            state.eta = 2.0 * eta
+            return Step(x=(un, Gn), mapping=None, length=eta)
+
+        if state.history is not None:
+            state.history["residual"].append(res)
+        since = it - self.last_check
+        if not ((res <= self.tol and since >= 5) or since >= self.check_every
+                or it == self.max_iter or it == 1):
+            return None, take_step
+        self.last_check = it
+        alpha, beta, z = problem.primal_point(v)
+        P = problem.primal_value(v, z, Bs[0])
+        Dn = fn + problem.conjugate_value(un)
+        gap = (P + Dn) / max(abs(P), abs(Dn), self.obj_floor)
+        err = max(abs(gap), res)
+        if state.history is not None:
+            state.history["gap"].append((it, gap))
+        log = None
+        if self.every and (it % self.every == 0 or it == 1 or err <= self.tol):
+            log = (f"iter {it:6d}  rel. gap {gap:.3e}  rel. residual {res:.3e}  primal "
+                   f"{P:.10g}  step*L {eta * self.L:.3g}  {time.perf_counter() - self.t0:.1f} s")
+        cert = Certificate(
+            err=err, point=Gn, B=Bs[0], primal=P, dual=-Dn,
+            message=(f"relative duality gap {gap:.3e} and relative constraint residual "
+                     f"{res:.3e} <= tol {self.tol:g}"),
+            extras={"u": un, "alpha": alpha, "beta": beta, "residual": res}, log=log)
+        return cert, take_step

@@ -19,22 +19,72 @@ is also the subproblem's optimum once the weights settle), to a tolerance that f
 outer gap.  The stopping rule is the duality gap of the Huber problem itself at
 (:math:`\mathbf B_k`, :math:`\Gamma_i = c_i\nabla h(R_i)`), the same certificate as the
 proximal path.
+
+
+The loop itself (:func:`irls`) is shared with the starting point of the general-loss dual of
+convex regression (``ConvexRegressor``): a weighted least-squares dual per round, solved by
+:func:`psdsos.solvers.solve_dual` warm-started at the previous round's Gamma, and new weights
+from its solution.
 """
 
 from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from psdsos.losses import HuberLoss, SquaredLoss
-from psdsos.solvers._dual import DualResult, _say, solve_dual
+from psdsos.solvers._apg import DualResult
+from psdsos.solvers._apg import say as _say
+from psdsos.solvers._dual import solve_dual
 from psdsos.sos import PSDLossProblem, sos_adjoint, sos_evaluate
 
-__all__ = ["solve_huber_irls"]
+__all__ = ["IRLSResult", "irls", "solve_huber_irls"]
+
+
+@dataclass
+class IRLSResult:
+    """Outcome of :func:`irls`: inner iterations over all rounds, rounds run, and whether
+    ``update`` stopped the loop (False: max_rounds or the iteration budget did)."""
+
+    n_iter: int
+    n_rounds: int
+    stopped: bool
+
+
+def irls(subproblem: Callable[[np.ndarray], Any],
+         update: Callable[[Any, DualResult, int], tuple[np.ndarray, Any] | None], *,
+         weights: np.ndarray, init: Any = None, tol: float, max_iter: int, max_rounds: int,
+         inner_max_iter: int | None = None) -> IRLSResult:
+    """Iteratively reweighted least squares on the negative-part dual.
+
+    Each round solves ``subproblem(weights)`` (a weighted least-squares dual) with
+    :func:`psdsos.solvers.solve_dual` to ``tol``, warm-started at the last Gamma, within the
+    iterations left of ``max_iter`` (and at most ``inner_max_iter``; its ConvergenceWarning
+    is the caller's to judge); then ``update(subproblem, result, total iterations)`` returns
+    the next (weights, warm start), or None to stop.
+    """
+    total, G = 0, init
+    cap = max_iter if inner_max_iter is None else inner_max_iter
+    for k in range(1, max_rounds + 1):
+        budget = max_iter - total
+        if budget <= 0:
+            return IRLSResult(total, k - 1, False)
+        sub = subproblem(weights)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            res = solve_dual(sub, tol=tol, max_iter=min(cap, budget), init=G)
+        total += res.n_iter
+        nxt = update(sub, res, total)
+        if nxt is None:
+            return IRLSResult(total, k, True)
+        weights, G = nxt
+    return IRLSResult(total, max_rounds, False)
 
 
 def solve_huber_irls(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,
@@ -73,17 +123,12 @@ def solve_huber_irls(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,
         # weights from the warm start: |Gamma_i| = c_i omega_i |R_i| <= c_i delta
         gn = np.sqrt(np.sum(G * G, axis=(1, 2))) / c
         omega = np.where(gn >= delta * (1 - 1e-9), 0.5, 1.0)
-    total, inner_tol = 0, max(1e-2 * tol, 1e-13)
-    stall = 0
-    best: Any = None
-    converged = False
-    message = ""
-    for outer in range(1, max_outer + 1):
-        sub = PSDLossProblem(Phi, M, lam1, lam2, SquaredLoss(), coefficients=c * omega)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            res = solve_dual(sub, tol=inner_tol, max_iter=max(1, max_iter - total), init=G)
-        total += res.n_iter
+    inner_tol = max(1e-2 * tol, 1e-13)
+    st: dict[str, Any] = {"stall": 0, "best": None, "converged": False, "message": ""}
+
+    def update(sub, res, total):
+        outer = st.get("outer", 0) + 1
+        st["outer"] = outer
         FB = sos_evaluate(Phi, res.B, d)
         P = problem.objective(res.B, FB)
         # two dual points in the domain of the Huber conjugate: c_i clip(R_i), and the
@@ -92,40 +137,48 @@ def solve_huber_irls(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,
         D, Gh = min(((_dual_value(problem, Gc, N), Gc) for Gc in
                      (emp.grad(FB), problem.prox(res.G, 0.0))), key=lambda t: t[0])
         gap = (P + D) / max(abs(P), abs(D), 1e-300)
+        best = st["best"]
         if best is None or gap < best[0]:
-            stall = 0
-            best = (gap, Gh, res.B, P, -D)
+            st["stall"] = 0
+            st["best"] = best = (gap, Gh, res.B, P, -D)
         else:
-            stall += 1  # no progress at all: rounding of the inner solves
+            st["stall"] += 1  # no progress at all: rounding of the inner solves
         if verbose:
             _say(f"IRLS step {outer:3d}: {res.n_iter} inner iterations (tol {inner_tol:.1e}), "
                  f"Huber rel. gap {gap:.3e}, primal {P:.10g}")
         if gap <= tol:
-            converged = True
-            message = f"relative duality gap {gap:.3e} <= tol {tol:g} after {outer} IRLS steps"
-            break
-        if stall >= 5:
-            message = (f"the reweighting stalled at relative duality gap {best[0]:.3e} > tol "
-                       f"{tol:g} (rounding of the weighted least-squares solves)")
-            break
+            st["converged"] = True
+            st["message"] = (f"relative duality gap {gap:.3e} <= tol {tol:g} after {outer} "
+                             "IRLS steps")
+            return None
+        if st["stall"] >= 5:
+            st["message"] = (f"the reweighting stalled at relative duality gap {best[0]:.3e} "
+                             f"> tol {tol:g} (rounding of the weighted least-squares solves)")
+            return None
         if total >= max_iter:
-            message = (f"maximum number of iterations {max_iter} reached with relative "
-                       f"duality gap {best[0]:.3e} > tol {tol:g}")
-            break
+            st["message"] = (f"maximum number of iterations {max_iter} reached with relative "
+                             f"duality gap {best[0]:.3e} > tol {tol:g}")
+            return None
         R = FB - M
         rn = np.sqrt(np.sum(R * R, axis=(1, 2)))
         with np.errstate(divide="ignore"):
-            omega = np.minimum(1.0, delta / rn)
-        G = Gh
-    else:
+            w = np.minimum(1.0, delta / rn)
+        return w, Gh
+
+    out = irls(lambda w: PSDLossProblem(Phi, M, lam1, lam2, SquaredLoss(), coefficients=c * w),
+               update, weights=omega, init=G, tol=inner_tol, max_iter=max(max_iter, 1),
+               max_rounds=max_outer)
+    gap, G, B, P, Dval = st["best"]
+    message = st["message"]
+    if not out.stopped:
         message = (f"maximum number of IRLS steps {max_outer} reached with relative duality "
-                   f"gap {best[0]:.3e} > tol {tol:g}")
-    gap, G, B, P, Dval = best
+                   f"gap {gap:.3e} > tol {tol:g}")
+    converged = st["converged"]
     if not converged:
         warnings.warn(f"psdsos Huber IRLS did not converge: {message}. Increase max_iter or "
                       "tol, or use huber_method='prox'.", ConvergenceWarning, stacklevel=2)
     return DualResult(G=G, B=B, primal_objective=P, dual_objective=Dval, dual_gap=gap,
-                      n_iter=total, converged=converged, message=message,
+                      n_iter=out.n_iter, converged=converged, message=message,
                       step_size=float("nan"), time=time.perf_counter() - t0)
 
 

@@ -15,10 +15,10 @@ import scipy.linalg as sla
 __all__ = ["NegativePart"]
 
 #: A partial decomposition pays while it computes fewer than this fraction of the pairs
-#: (measured with OpenBLAS, one thread: evr with 10% of the pairs ~ 0.5x a full eigh).
+#: (beyond it a full divide-and-conquer decomposition is cheaper).
 _PARTIAL_FRACTION = 0.12
 #: Below this size scipy's wrapper overhead (argument checks, workspace query) eats the
-#: saving: evr with a subset cost as much as numpy's full eigh at size 24 (measured).
+#: saving.
 _PARTIAL_MIN_SIZE = 64
 
 
@@ -29,7 +29,7 @@ class NegativePart:
     settled, so the last two counts decide which of the three strategies to use next: a
     partial decomposition only when both were on the same small side (the first iterates
     jump, e.g. from S = lam1 I with no negative eigenvalue to 60% negative, and a partial
-    MRRR decomposition asked for most of the pairs costs ~3x a full one, measured).
+    MRRR decomposition asked for most of the pairs costs more than a full one).
     """
 
     def __init__(self, size: int) -> None:
@@ -54,11 +54,14 @@ class NegativePart:
 
     def __call__(self, S: np.ndarray) -> tuple[np.ndarray, float]:
         """Return (N, sq): N = [S]_- and ||[S]_-||_F^2."""
+        return self._robust(self._call, S)
+
+    def _robust(self, fn, S):
         try:
-            return self._call(S, self._strategy())
+            return fn(S, self._strategy())
         except np.linalg.LinAlgError:
             # LAPACK's syevr can fail on a tight cluster; divide and conquer does not
-            return self._call(S, "full")
+            return fn(S, "full")
 
     def _call(self, S, strategy):
         if strategy == "full":
@@ -86,10 +89,7 @@ class NegativePart:
 
     def sq_norm(self, S: np.ndarray) -> float:
         """||[S]_-||_F^2 from eigenvalues only (no eigenvectors)."""
-        try:
-            return self._sq_norm(S, self._strategy())
-        except np.linalg.LinAlgError:
-            return self._sq_norm(S, "full")
+        return self._robust(self._sq_norm, S)
 
     def _sq_norm(self, S, strategy):
         if strategy == "full":

@@ -13,8 +13,8 @@ The generalized Hessian of :math:`D(\Gamma) = q(\Gamma) + \frac{1}{2\lambda_2}
 :func:`psdsos.sos.sos_operator_norm_sq`), where :math:`\nabla^2 q = UU^T + \mu I` is what
 the problem reports.  Gradient steps in the metric of P (x <- x - eta P^{-1} grad D) have a
 Lipschitz constant <= 1 whatever the conditioning of the kernel matrix; the conditioning of
-:math:`\mathbf K_\Phi\circ\mathbf K_\Phi` (eigenvalues spread over 8 decades for a Gaussian
-kernel on 40 points, measured) is what made plain gradient steps crawl on convex regression.
+:math:`\mathbf K_\Phi\circ\mathbf K_\Phi` (eigenvalues spread over many decades for a
+Gaussian kernel) is what makes plain gradient steps crawl on convex regression.
 
 P^{-1} is applied without forming P: up to 2000 rows (and at most r(r+1)/2), from the
 eigendecomposition of :math:`\mathbf K_\Phi\circ\mathbf K_\Phi` (m x m); beyond (Nystrom

@@ -12,6 +12,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from psdsos._validation import check_choice, check_scalar
+from psdsos.solvers._protocol import PrimalCapabilities, primal_capabilities
 from psdsos.sos import project_psd, sos_adjoint
 
 __all__ = ["PrimalResult", "SolverStatusError", "solve_cvxpy", "solve_primal", "PRIMAL_SOLVERS"]
@@ -173,25 +174,28 @@ def dual_value(problem: Any, G: np.ndarray) -> float:
         q = float(problem.smooth(G)[0])
     except ValueError:
         return float("nan")
-    if getattr(problem, "prox", None) is not None:
+    if callable(getattr(problem, "prox", None)):
         # a non-smooth conjugate (Huber, absolute, quantile losses): its own value
         q += float(problem.nonsmooth_value(G))
     return q + neg_sq
 
 
 def certify(problem: Any, B: np.ndarray, objective: float, extras: dict[str, Any],
-            params: dict[str, Any] | None = None) -> tuple[float, float, float, np.ndarray | None]:
+            params: dict[str, Any] | None = None,
+            caps: PrimalCapabilities | None = None) -> tuple[float, float, float,
+                                                             np.ndarray | None]:
     """(dual_gap, residual, -D(Gamma), Gamma) at a primal point; see :class:`PrimalResult`."""
+    caps = primal_capabilities(problem) if caps is None else caps
     G, D = None, float("nan")
-    cert = getattr(problem, "certifier", lambda: problem)()
-    if hasattr(problem, "dual_point") and hasattr(cert, "smooth"):
-        G = problem.dual_point(B, extras, params)
+    cert = caps.certifier()
+    if caps.dual_point is not None and callable(getattr(cert, "smooth", None)):
+        G = caps.dual_point(B, extras, params)
         D = dual_value(cert, G)
     # relative residual; its denominator floored at 1e-3 of the problem's curvature scale
     # (as the dual solver does), so that an optimum at f = 0, B = 0 is not a 0/0
     floor = 1e-3 * float(getattr(cert, "hessian_scale", 0.0))
-    residual = float(problem.primal_residual(B, extras, floor=floor)) if hasattr(
-        problem, "primal_residual") else float("nan")
+    residual = float(caps.primal_residual(B, extras, floor=floor)) if (
+        caps.primal_residual is not None) else float("nan")
     if np.isfinite(D):
         P = float(objective)
         gap = (P + D) / max(abs(P), abs(D), 1e-300)
@@ -231,21 +235,20 @@ def solve_primal(problem: Any, *, solver: str = "CLARABEL", tol: float = 1e-8,
         a larger ``max_iter``, ``primal_solver="CLARABEL"`` (interior point, reaches
         tight tolerances) or the certified dual solver (``solver="dual"``).
     """
-    if not hasattr(problem, "cvxpy_problem"):
-        raise TypeError(f"{type(problem).__name__} provides no cvxpy_problem()")
+    caps = primal_capabilities(problem)
     t0 = time.perf_counter()
     solver = check_choice(solver, "primal_solver", PRIMAL_SOLVERS)
     tol = check_scalar(tol, "tol", lower=0.0, lower_inclusive=False)
     prob, Bvar, _ = problem.cvxpy_problem()
     # The solvers' stopping tests are on their own scaled forms of the program: an
-    # "optimal" status at tol can leave a relative duality gap of 100 tol on the
-    # objective (measured with Clarabel), and a much tighter tolerance can end in
+    # "optimal" status at tol can leave a relative duality gap well above tol on the
+    # objective, and a much tighter tolerance can end in
     # numerical trouble.  Re-solve at tol / 10, then tol / 1000, while the certificate falls
     # short; keep the best certified point, and warn if even that falls short.
     best: Any = None
     # coefficients mapped back from well-conditioned coordinates carry rounding of the
     # order of the problem's rounding_floor (ill-conditioned kernel matrices)
-    floor = float(getattr(problem, "rounding_floor", lambda: 0.0)())
+    floor = float(caps.rounding_floor())
     for attempt_tol in (tol, tol * 1e-1, tol * 1e-3):
         with warnings.catch_warnings(record=True):
             warnings.simplefilter("always")  # decided below by the certificate
@@ -257,21 +260,21 @@ def solve_primal(problem: Any, *, solver: str = "CLARABEL", tol: float = 1e-8,
                   else -1)
         _, _, params = problem.cvxpy_problem()
         objective, extras = problem.evaluate_primal(B, params)
-        cert = certify(problem, B, objective, extras, params)
+        cert = certify(problem, B, objective, extras, params, caps)
         gap, residual, dual_obj = cert[0], cert[1], cert[2]
         # the solver's accuracy: the gap of the program it solved (coordinates u) ...
         gap_solver, rep = gap, 0.0
-        if hasattr(problem, "program_objective") and np.isfinite(dual_obj):
-            Pu = float(problem.program_objective(B))
+        if caps.program_objective is not None and np.isfinite(dual_obj):
+            Pu = float(caps.program_objective(B))
             gap_solver = (Pu - dual_obj) / max(abs(Pu), abs(dual_obj), 1e-300)
             # ... and how well the returned coefficients represent its solution
             rep = abs(objective - Pu) / max(abs(Pu), 1e-300)
         # ... and what the directions the program left out could gain (eq. 28 itself)
-        wide = getattr(problem, "wide_certifier", lambda: None)()
+        wide = caps.wide_certifier()
         gap_wide = float("nan")
-        if wide is not None and cert[3] is not None and hasattr(problem, "program_objective"):
+        if wide is not None and cert[3] is not None and caps.program_objective is not None:
             Dw = dual_value(wide, cert[3])
-            Pu = float(problem.program_objective(B))
+            Pu = float(caps.program_objective(B))
             gap_wide = (Pu + Dw) / max(abs(Pu), abs(Dw), 1e-300)
         errs = {"relative duality gap": (abs(gap_solver), tol),
                 "relative gap over the kernel matrix's rounding-level directions "

@@ -1,0 +1,190 @@
+r"""The negative-part term of the duals, over one or several SoS blocks.
+
+A dual variable :math:`\Gamma = (\Gamma_1, \dots, \Gamma_K)` has one block per SoS
+constraint; block k has m_k matrices of size d_k x d_k, scalar features
+:math:`\Phi_k` (m_k x r_k) and weights :math:`\lambda_{1,k}, \lambda_{2,k}`.  The term
+
+.. math::
+
+    \sum_k \frac{1}{2\lambda_{2,k}}\big\|[\mathcal A_k^*(\Gamma_k)
+      + \lambda_{1,k} I]_-\big\|_F^2
+
+is separable: one eigendecomposition per block, of size r_k d_k, and the primal matrices
+:math:`\mathbf B_k = \lambda_{2,k}^{-1}[\mathcal A_k^*(\Gamma_k) + \lambda_{1,k} I]_-`.
+The solvers hold Gamma as one flat vector (the blocks' entries one after the other), so
+that the loop's vector arithmetic is the same for every K; :class:`BlockLayout` converts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from psdsos.solvers._negpart import NegativePart
+from psdsos.sos import sos_adjoint, sos_evaluate, sos_operator_norm_sq
+
+__all__ = ["DualBlock", "BlockLayout", "NegativePartTerm", "ProblemView"]
+
+
+@dataclass(frozen=True)
+class DualBlock:
+    """One SoS block of a negative-part dual.
+
+    Attributes
+    ----------
+    Phi : ndarray (m, r)
+        Scalar features of the block's m points (Psi_j = phi_j kron I_d).
+    d : int
+        Size of the block's matrices Gamma_j (and of the PSD values F_B(x)).
+    lam1, lam2 : float
+        Trace and Frobenius weights of the block's B (lam2 > 0 for the dual).
+    """
+
+    Phi: np.ndarray
+    d: int
+    lam1: float
+    lam2: float
+
+    @property
+    def m(self) -> int:
+        """Number of points (matrices Gamma_j)."""
+        return int(self.Phi.shape[0])
+
+    @property
+    def N(self) -> int:
+        """Size r d of the block's B."""
+        return int(self.Phi.shape[1]) * int(self.d)
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """Shape (m, d, d) of the block's Gamma."""
+        return (self.m, int(self.d), int(self.d))
+
+
+class BlockLayout:
+    """Flat vector <-> blocks (m_k, d_k, d_k) (views, no copies)."""
+
+    def __init__(self, blocks: Sequence[DualBlock]) -> None:
+        self.blocks = list(blocks)
+        sizes = [int(np.prod(b.shape)) for b in self.blocks]
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+        self.size = int(self.offsets[-1])
+
+    def split(self, v: np.ndarray) -> list[np.ndarray]:
+        """The blocks of the flat vector v."""
+        o = self.offsets
+        return [v[o[k]:o[k + 1]].reshape(b.shape) for k, b in enumerate(self.blocks)]
+
+    def join(self, parts: Sequence[np.ndarray]) -> np.ndarray:
+        """The flat vector of the blocks."""
+        if len(parts) == 1:
+            return np.asarray(parts[0]).reshape(-1)
+        return np.concatenate([np.asarray(p).reshape(-1) for p in parts])
+
+    def symmetric(self, parts: Sequence[np.ndarray]) -> np.ndarray:
+        """The flat vector of the blocks' symmetric parts (warm starts)."""
+        out = []
+        for p, b in zip(parts, self.blocks, strict=True):
+            p = np.array(p, dtype=np.float64).reshape(b.shape)
+            out.append(0.5 * (p + p.transpose(0, 2, 1)))
+        return self.join(out)
+
+
+class NegativePartTerm:
+    """The separable negative-part term and its maps, block by block (module docstring)."""
+
+    def __init__(self, blocks: Sequence[DualBlock]) -> None:
+        self.blocks = list(blocks)
+        self.negparts = [NegativePart(b.N) for b in self.blocks]
+        self.eyes = [b.lam1 * np.eye(b.N) for b in self.blocks]
+
+    def lipschitz(self) -> float:
+        r"""Its gradient's Lipschitz constant :math:`\max_k \|\mathcal A_k\|^2 / \lambda_{2,k}`."""
+        return max(sos_operator_norm_sq(b.Phi) / b.lam2 for b in self.blocks)
+
+    def adjoint(self, Gs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """A_k^*(G_k) per block."""
+        return [sos_adjoint(b.Phi, G) for b, G in zip(self.blocks, Gs, strict=True)]
+
+    def shifted(self, Gs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """S_k = A_k^*(G_k) + lam1_k I per block (recomputed, never updated linearly:
+        rounding drift would be amplified)."""
+        return [A + e for A, e in zip(self.adjoint(Gs), self.eyes, strict=True)]
+
+    def __call__(self, Ss: Sequence[np.ndarray]) -> tuple[list[np.ndarray], float]:
+        """(B_k = [S_k]_- / lam2_k per block, the term's value)."""
+        Bs, value = [], 0.0
+        for b, neg, S in zip(self.blocks, self.negparts, Ss, strict=True):
+            Nneg, sq = neg(S)
+            Bs.append(Nneg / b.lam2)
+            value += sq / (2 * b.lam2)
+        return Bs, value
+
+    def value(self, Ss: Sequence[np.ndarray]) -> float:
+        """The term's value from eigenvalues only."""
+        value = 0.0
+        for b, neg, S in zip(self.blocks, self.negparts, Ss, strict=True):
+            value += neg.sq_norm(S) / (2 * b.lam2)
+        return value
+
+    def evaluate(self, Bs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """A_k(B_k) per block: the values Psi_j^T B_k Psi_j."""
+        return [sos_evaluate(b.Phi, B, b.d) for b, B in zip(self.blocks, Bs, strict=True)]
+
+
+class ProblemView:
+    """The solvers' view of a dual problem: Gamma as one flat vector.
+
+    A one-block problem (attributes ``Phi``, ``d``, ``lam1``, ``lam2``; ``smooth`` on arrays
+    of shape (m, d, d)) and a several-block one (attribute ``blocks``; ``smooth`` on lists of
+    blocks, :class:`psdsos.solvers.BlockDualProblem`) look the same through it.
+    """
+
+    def __init__(self, problem: Any, caps: Any) -> None:
+        self.problem = problem
+        self.multi = caps.blocks
+        fn = caps.smooth_value
+        self._smooth_value = fn if fn is not None else (lambda G: problem.smooth(G)[0])
+        if self.multi:
+            self.blocks = list(problem.blocks)
+        else:
+            self.blocks = [DualBlock(problem.Phi, int(problem.d), float(problem.lam1),
+                                     float(problem.lam2))]
+        self.layout = BlockLayout(self.blocks)
+
+    def native(self, v: np.ndarray) -> Any:
+        """What the problem's methods take: the (m, d, d) array, or the list of blocks."""
+        if self.multi:
+            return self.layout.split(v)
+        return v.reshape(self.blocks[0].shape)
+
+    def flat(self, G: Any) -> np.ndarray:
+        """The flat vector of the problem's form of Gamma."""
+        return self.layout.join(G) if self.multi else np.asarray(G).reshape(-1)
+
+    def from_init(self, G: Any) -> np.ndarray:
+        """A warm start (one array, or a sequence of blocks), symmetrized, flat."""
+        return self.layout.symmetric(list(G) if self.multi else [G])
+
+    def smooth(self, v: np.ndarray) -> tuple[float, np.ndarray]:
+        q, g = self.problem.smooth(self.native(v))
+        return q, self.flat(g)
+
+    def smooth_value(self, v: np.ndarray) -> float:
+        return self._smooth_value(self.native(v))
+
+    def primal_objective(self, v: np.ndarray, Bs: list[np.ndarray],
+                         FBs: list[np.ndarray]) -> float:
+        if self.multi:
+            return self.problem.primal_objective(self.native(v), Bs, FBs)
+        return self.problem.primal_objective(self.native(v), Bs[0], FBs[0])
+
+    def result(self, v: np.ndarray, Bs: list[np.ndarray]) -> tuple[Any, Any]:
+        """(G, B) as the result reports them: arrays for one block, a tuple of the blocks'
+        Gamma and a list of their B for several."""
+        if self.multi:
+            return tuple(self.layout.split(v)), Bs
+        return self.native(v), Bs[0]
