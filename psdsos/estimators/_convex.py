@@ -44,8 +44,6 @@ from psdsos.kernels import Kernel, get_kernel
 from psdsos.losses import SquaredLoss, get_loss
 from psdsos.solvers import PRIMAL_SOLVERS
 from psdsos.sos import (
-    ConvexRegressionNystromProblem,
-    ConvexRegressionProblem,
     exact_gradient,
     exact_hessian,
     exact_value,
@@ -390,54 +388,6 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
                                  "residuals (Loss.reflected returns None): concave=True needs it")
             loss = reflected
         return loss
-
-    def _irls_start(self, problem, K, Hk, Phi, t, E, landmarks=None):
-        """A starting point (u, Gamma) for the dual of a general loss: iteratively
-        reweighted least squares on the (fast, preconditioned) least-squares dual, with the
-        weights c_i l'(r_i) / r_i (the Huber weights min(1, delta / |r|), the expectile
-        weights 2 |tau - 1{r < 0}|; for the pinball loss |l'(r)| / max(|r|, eps) with eps
-        decreasing), warm started along the way.  At a fixed point the least-squares KKT
-        conditions are those of the loss, so (u, Gamma) is then optimal; the certified
-        proximal solver finishes from there."""
-        from psdsos.solvers._irls import irls
-
-        loss, c = problem.loss, problem.c
-        st = {"eps": 0.1, "z": None, "G": None, "alpha": None, "beta": None}
-
-        def weighted(omega):
-            if landmarks is None:
-                return ConvexRegressionProblem(K, Hk, Phi, t, E, self.rho, self.lam1,
-                                               self.lam2, sample_weight=c * omega / 2,
-                                               normalize_weights=False)
-            return ConvexRegressionNystromProblem(
-                *landmarks, Hk, Phi, t, self.fit_intercept, self.rho, self.lam1, self.lam2,
-                sample_weight=c * omega / 2, normalize_weights=False)
-
-        def update(pw, res, total):
-            st["G"] = res.G
-            st["alpha"], st["beta"] = alpha, beta = pw.recover(res.G)
-            z = problem._values(alpha) + (E @ beta if E is not None else 0.0)
-            r = z - t
-            g = loss.grad(r)
-            if loss.is_smooth:
-                h = 1e-8
-                small = np.abs(r) < h
-                omega = np.where(small, loss.grad(np.full_like(r, h)) / h,
-                                 g / np.where(small, 1.0, r))
-            else:
-                omega = np.abs(g) / np.maximum(np.abs(r), st["eps"])
-                st["eps"] = max(0.5 * st["eps"], 1e-5)
-            z_old, st["z"] = st["z"], z
-            if z_old is not None and np.linalg.norm(z - z_old) <= 1e-10 * max(
-                    np.linalg.norm(z), 1e-300):
-                return None
-            return np.maximum(omega, 1e-8), res.G
-
-        out = irls(weighted, update, weights=np.ones_like(c), tol=min(self.tol, 1e-8),
-                   max_iter=self.max_iter, max_rounds=50 if loss.is_smooth else 25,
-                   inner_max_iter=2000)
-        self._irls_iter = out.n_iter
-        return problem.initial_point(st["G"], st["alpha"], st["beta"])
 
     # ---- the fitted function ----------------------------------------------------------------
     def _check_X(self, X: ArrayLike) -> np.ndarray:

@@ -32,6 +32,7 @@ from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.kernels import Kernel
 from psdsos.solvers import solve_dual, solve_primal
 from psdsos.solvers._dual_convex import solve_dual_loss
+from psdsos.solvers._irls import irls
 from psdsos.sos import (
     ConvexRegressionExactProblem,
     ConvexRegressionNystromProblem,
@@ -54,7 +55,7 @@ class FitPlan:
     keys: tuple[str, ...] = ("alpha", "beta")
     #: ``kernel_`` when it is not the kernel the fit resolved (exact: the features').
     kernel: Kernel | None = None
-    #: General losses: the arguments of ``ConvexRegressor._irls_start`` after the problem
+    #: General losses: the arguments of ``irls_start`` after the problem
     #: (K, Hk, Phi, t, E, landmarks), whose dual starts from reweighted least squares.
     irls: tuple | None = None
 
@@ -351,7 +352,7 @@ def solve_plan(est, plan, Z):
     coefficients named by ``plan.keys``; sets dual_coef_, dual_gap_ and n_iter_.
 
     General losses (``plan.irls``): the dual with the extra variables u, warm started by
-    weighted least squares (``ConvexRegressor._irls_start``; ``n_iter_`` counts both);
+    weighted least squares (``irls_start``; ``n_iter_`` counts both);
     otherwise the dual of eq. (29) (warm started from ``dual_coef_`` with ``warm_start``).
     The primal (CVXPY) is certified in solve_primal (relative duality gap at the solver's
     multipliers, relative Hessian residual; InaccurateSolutionWarning beyond tol); B
@@ -365,7 +366,7 @@ def solve_plan(est, plan, Z):
         est.__dict__.pop("dual_coef_", None)  # no stale dual variable from a dual fit
         n_iter = res.n_iter
     elif plan.irls is not None:
-        init = est._irls_start(problem, *plan.irls)
+        init = irls_start(est, problem, *plan.irls)
         res = solve_dual_loss(problem, tol=est.tol, max_iter=est.max_iter, init=init,
                               verbose=est.verbose)
         coefs = (res.alpha, res.beta)
@@ -413,3 +414,50 @@ def set_fitted(est, plan, kernel, features, Z, coefs, B):
     est.objective_ = float(plan.problem.objective(*coefs, B))
     est.constraint_residual_ = float(plan.problem.constraint_residual(
         *(c for k, c in zip(plan.keys, coefs, strict=True) if k != "beta"), B))
+
+
+def irls_start(est, problem, K, Hk, Phi, t, E, landmarks=None):
+    """A starting point (u, Gamma) for the dual of a general loss: iteratively
+    reweighted least squares on the (fast, preconditioned) least-squares dual, with the
+    weights c_i l'(r_i) / r_i (the Huber weights min(1, delta / |r|), the expectile
+    weights 2 |tau - 1{r < 0}|; for the pinball loss |l'(r)| / max(|r|, eps) with eps
+    decreasing), warm started along the way.  At a fixed point the least-squares KKT
+    conditions are those of the loss, so (u, Gamma) is then optimal; the certified
+    proximal solver finishes from there."""
+    loss, c = problem.loss, problem.c
+    st = {"eps": 0.1, "z": None, "G": None, "alpha": None, "beta": None}
+
+    def weighted(omega):
+        if landmarks is None:
+            return ConvexRegressionProblem(K, Hk, Phi, t, E, est.rho, est.lam1,
+                                           est.lam2, sample_weight=c * omega / 2,
+                                           normalize_weights=False)
+        return ConvexRegressionNystromProblem(
+            *landmarks, Hk, Phi, t, est.fit_intercept, est.rho, est.lam1, est.lam2,
+            sample_weight=c * omega / 2, normalize_weights=False)
+
+    def update(pw, res, total):
+        st["G"] = res.G
+        st["alpha"], st["beta"] = alpha, beta = pw.recover(res.G)
+        z = problem._values(alpha) + (E @ beta if E is not None else 0.0)
+        r = z - t
+        g = loss.grad(r)
+        if loss.is_smooth:
+            h = 1e-8
+            small = np.abs(r) < h
+            omega = np.where(small, loss.grad(np.full_like(r, h)) / h,
+                             g / np.where(small, 1.0, r))
+        else:
+            omega = np.abs(g) / np.maximum(np.abs(r), st["eps"])
+            st["eps"] = max(0.5 * st["eps"], 1e-5)
+        z_old, st["z"] = st["z"], z
+        if z_old is not None and np.linalg.norm(z - z_old) <= 1e-10 * max(
+                np.linalg.norm(z), 1e-300):
+            return None
+        return np.maximum(omega, 1e-8), res.G
+
+    out = irls(weighted, update, weights=np.ones_like(c), tol=min(est.tol, 1e-8),
+               max_iter=est.max_iter, max_rounds=50 if loss.is_smooth else 25,
+               inner_max_iter=2000)
+    est._irls_iter = out.n_iter
+    return problem.initial_point(st["G"], st["alpha"], st["beta"])

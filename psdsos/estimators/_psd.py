@@ -132,7 +132,8 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     huber_method : {"prox", "irls"}, default="prox"
         Dual solver for loss="huber": accelerated proximal gradient on eq. (10), or
         iteratively reweighted least squares on the squared dual with warm starts
-        (:func:`psdsos.solvers.solve_huber_irls`; measured slower, kept as a check).
+        (:func:`psdsos.solvers.solve_huber_irls`): the same optimum by an independent
+        algorithm, slower (the benchmarks page compares them).
 
     Attributes
     ----------
