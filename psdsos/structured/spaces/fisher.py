@@ -25,6 +25,7 @@ from psdsos.structured.spaces.sphere import (
     _next_step,
     _sphere_loss,
     best_start,
+    descent_start,
     normalized_weights,
     sphere_angles,
     sphere_eval,
@@ -267,11 +268,7 @@ class FisherSimplexSpace(_RGDOptions, OutputSpace):
         Z = self.sphere_.Y_train_
         c = np.sqrt(self.delta_)
         tol, max_iter = float(self.tol), int(self.max_iter)
-        T = len(W)
-        z = z.copy()
-        F, G, _ = sphere_eval(z, W, Z)
-        eta = np.full(T, 0.5)
-        n_iter = np.zeros(T, dtype=int)
+        z, F, G, _, eta, n_iter = descent_start(z, W, Z)
         gnorm = cone_projection_norm(z, 2.0 * G, c)
         for _ in range(max_iter):
             a = np.flatnonzero((gnorm > tol) & (eta > _MIN_STEP))

@@ -119,6 +119,18 @@ def best_start(F_cand: np.ndarray, tie: float = 1e-12) -> np.ndarray:
     return np.argmax(F_cand <= lo + tie * np.maximum(1.0, np.abs(lo)), axis=1)
 
 
+def descent_start(y: np.ndarray, W: np.ndarray, Z: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                             np.ndarray]:
+    """The state a batch of descents starts from: a copy of the starting points y (T, k),
+    the objectives, gradients and slacks of :func:`sphere_eval` there, the initial steps
+    (0.5) and the iteration counts (0)."""
+    y = y.copy()
+    F, G, slack = sphere_eval(y, W, Z)
+    T = len(W)
+    return y, F, G, slack, np.full(T, 0.5), np.zeros(T, dtype=int)
+
+
 def _sphere_loss(Y_true: ArrayLike, Y_pred: ArrayLike) -> np.ndarray:
     """Squared geodesic distances of unit-normalized rows (SphereSpace.loss)."""
     T = as_finite(Y_true, "Y_true")
@@ -346,11 +358,7 @@ class SphereSpace(_RGDOptions, OutputSpace):
     def _rgd(self, W, y):
         Z = self.Y_train_
         tol, max_iter = float(self.tol), int(self.max_iter)
-        T = len(W)
-        y = y.copy()
-        F, G, slack = sphere_eval(y, W, Z)
-        eta = np.full(T, 0.5)
-        n_iter = np.zeros(T, dtype=int)
+        y, F, G, slack, eta, n_iter = descent_start(y, W, Z)
         gnorm = descent_measure(G, slack)
         for _ in range(max_iter):
             c = np.flatnonzero((gnorm > tol) & (eta > _MIN_STEP))
