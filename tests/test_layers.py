@@ -136,7 +136,7 @@ def all_modules():
 
 
 def layer_of(path):
-    """The layer of a module: its subpackage, or a layer kept in one module (psdsos/cli.py).
+    """The layer of a module: its subpackage, or a layer kept in one module.
 
     Returns None for the top-level modules (psdsos/__init__.py, psdsos/_validation.py)."""
     rel = path.relative_to(PKG)
