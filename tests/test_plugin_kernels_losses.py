@@ -25,6 +25,7 @@ from psdsos.kernels import KERNELS, Kernel, get_kernel, kernel_names, register_k
 from psdsos.kernels import _registry as kernel_registry
 from psdsos.losses import LOSSES, Loss, LossParameter, get_loss, loss_names, register_loss
 from psdsos.losses import _registry as loss_registry
+from psdsos.structured import FenchelYoungEstimator, KRLSEstimator, LocalizedSELF
 
 
 class CauchyKernel(Kernel):
@@ -300,3 +301,40 @@ def test_estimators_refuse_unregistered_names():
         PSDRegressor(loss="pseudo_huber").fit(X, M)
     with pytest.raises(ValueError, match="kernel of PSDRegressor must be one of.*'cauchy'"):
         PSDRegressor(kernel="rational").fit(X, M)
+
+
+# ------------------------------------------------ the other estimators that take a kernel
+
+
+@pytest.mark.parametrize("kernel", ["cauchy", CauchyKernel(0.6)], ids=["name", "object"])
+def test_krls_estimator_with_the_plugin_kernel(kernel):
+    X, Xt, rng = _data(4)
+    Y = np.column_stack([np.cos(2 * X[:, 0]), X[:, 1] ** 2])
+    est = KRLSEstimator(kernel, sigma=0.6, lam=1e-2).fit(X, Y)
+    # unconstrained Euclidean outputs: kernel ridge (the projection is the identity)
+    np.testing.assert_allclose(est.predict(Xt), _krr_reference(X, Y, Xt, 0.6, 1e-2),
+                               rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("kernel", ["cauchy", CauchyKernel(0.6)], ids=["name", "object"])
+def test_localized_self_with_the_plugin_kernel(kernel):
+    """One part: LocalizedSELF is SELF, here kernel ridge with the plug-in kernel."""
+    X, Xt, rng = _data(5)
+    Y = np.column_stack([np.sin(2 * X[:, 0]), X[:, 1]])
+    est = LocalizedSELF(kernel, sigma=0.6, lam=1e-2).fit(X, Y)
+    np.testing.assert_allclose(est.predict(Xt), _krr_reference(X, Y, Xt, 0.6, 1e-2),
+                               rtol=1e-8, atol=1e-10)
+
+
+def test_fenchel_young_with_the_plugin_kernel():
+    """The name and the object give the same fit, with the plug-in kernel in the fitted
+    model; the predictions are labels of the training set."""
+    X, Xt, rng = _data(6, n=30)
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int) + (X[:, 1] > 0.5)
+    kw = dict(model="kernel", max_iter=200)
+    by_name = FenchelYoungEstimator("multiclass", kernel="cauchy", sigma=0.6, **kw).fit(X, y)
+    by_object = FenchelYoungEstimator("multiclass", kernel=CauchyKernel(0.6), **kw).fit(X, y)
+    assert isinstance(by_name.kernel_, CauchyKernel) and by_name.kernel_.sigma == 0.6
+    np.testing.assert_allclose(by_name.scores(Xt), by_object.scores(Xt),
+                               rtol=1e-10, atol=1e-12)
+    assert set(by_name.predict(Xt)) <= set(y)

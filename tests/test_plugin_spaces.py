@@ -18,6 +18,7 @@ from psdsos.structured import (
     CONTINUOUS_SPACES,
     FenchelYoungEstimator,
     KRLSEstimator,
+    LocalizedSELF,
     OutputSpace,
     SELFEstimator,
     check_alpha,
@@ -207,3 +208,20 @@ def test_bits_space_in_fenchel_young_by_name(tmp_path):
         FenchelYoungEstimator("toy_interval").fit(X, Y)
     est.save(tmp_path / "bits.npz")
     np.testing.assert_array_equal(psdsos.load(tmp_path / "bits.npz").predict(X), est.predict(X))
+
+
+def test_interval_space_in_localized_self_by_name():
+    """LocalizedSELF takes the plug-in space by name: it offers project and loss_gradient,
+    so Algorithm 3 (stochastic projected subgradient) decodes it; with one part this
+    approximates the SELF decode, and every element lies in the interval."""
+    assert IntervalSpace().supports("element_sgd")
+    rng = np.random.default_rng(1)
+    X, y = _data(rng, n=40)
+    kw = dict(sigma=0.7, lam=1e-2)
+    loc = LocalizedSELF(**kw, output="toy_interval", decode_method="sgd", max_iter=4000,
+                        random_state=0).fit(X, y)
+    assert isinstance(loc.output_space_, IntervalSpace)
+    P = loc.predict(X[:8])
+    assert np.all((P >= 0.0) & (P <= 1.0))
+    ref = SELFEstimator(**kw, output="toy_interval").fit(X, y).predict(X[:8])
+    np.testing.assert_allclose(P.ravel(), ref, atol=0.1)
