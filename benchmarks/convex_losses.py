@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 
 from psdsos import ConvexRegressor
 from psdsos.datasets import convex_regression_truth
-from psdsos.estimators._convex import NonConvexFitWarning
+from psdsos.estimators import NonConvexFitWarning
 
 LOSSES = [("squared", {}), ("huber", {"delta": 0.3}), ("expectile", {"quantile": 0.8}),
           ("quantile", {"quantile": 0.5})]
