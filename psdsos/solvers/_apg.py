@@ -137,23 +137,32 @@ def _blocks(v: Any) -> tuple:
     return v if isinstance(v, tuple) else (v,)
 
 
+def _momentum_factor(t: float, mu: float, eta: float) -> tuple[float, float]:
+    """The extrapolation factor beta and the next FISTA t."""
+    if mu > 0:
+        qk = np.sqrt(min(mu * eta, 1.0))
+        return (1 - qk) / (1 + qk), t
+    t_new = 0.5 * (1 + np.sqrt(1 + 4 * t**2))
+    return (t - 1) / t_new, t_new
+
+
 def momentum(y: Any, xn: Any, x: Any, t: float, mu: float, eta: float,
              mapping: Any = None) -> tuple[Any, Any, float]:
     """Next (y, x, t) of accelerated proximal gradient with the gradient-mapping restart
     (see the module docstring); points are arrays or tuples of arrays."""
     blocks = isinstance(xn, tuple)
+    if not blocks:  # one array: the same rule without the tuple bookkeeping
+        g = y - xn if mapping is None else mapping
+        if float(np.vdot(g, xn - x)) > 0:
+            return xn, xn, 1.0
+        beta, t = _momentum_factor(t, mu, eta)
+        return xn + beta * (xn - x), xn, t
     g = tuple(a - b for a, b in zip(_blocks(y), _blocks(xn), strict=True)) if (
         mapping is None) else _blocks(mapping)
     if sum(float(np.vdot(a, b - c)) for a, b, c in zip(g, _blocks(xn), _blocks(x),
                                                       strict=True)) > 0:
         return xn, xn, 1.0
-    if mu > 0:
-        qk = np.sqrt(min(mu * eta, 1.0))
-        beta = (1 - qk) / (1 + qk)
-    else:
-        t_new = 0.5 * (1 + np.sqrt(1 + 4 * t**2))
-        beta = (t - 1) / t_new
-        t = t_new
+    beta, t = _momentum_factor(t, mu, eta)
     yn = tuple(b + beta * (b - c) for b, c in zip(_blocks(xn), _blocks(x), strict=True))
     return (yn if blocks else yn[0]), xn, t
 

@@ -69,14 +69,18 @@ class BlockLayout:
 
     def __init__(self, blocks: Sequence[DualBlock]) -> None:
         self.blocks = list(blocks)
-        sizes = [int(np.prod(b.shape)) for b in self.blocks]
-        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
-        self.size = int(self.offsets[-1])
+        self.shapes = [b.shape for b in self.blocks]
+        self.offsets = [0]
+        for m, d, _ in self.shapes:
+            self.offsets.append(self.offsets[-1] + m * d * d)
+        self.size = self.offsets[-1]
 
     def split(self, v: np.ndarray) -> list[np.ndarray]:
         """The blocks of the flat vector v."""
+        if len(self.shapes) == 1:
+            return [v.reshape(self.shapes[0])]
         o = self.offsets
-        return [v[o[k]:o[k + 1]].reshape(b.shape) for k, b in enumerate(self.blocks)]
+        return [v[o[k]:o[k + 1]].reshape(shape) for k, shape in enumerate(self.shapes)]
 
     def join(self, parts: Sequence[np.ndarray]) -> np.ndarray:
         """The flat vector of the blocks."""
@@ -100,6 +104,7 @@ class NegativePartTerm:
         self.blocks = list(blocks)
         self.negparts = [NegativePart(b.N) for b in self.blocks]
         self.eyes = [b.lam1 * np.eye(b.N) for b in self.blocks]
+        self._one = len(self.blocks) == 1  # the common case, without the list bookkeeping
 
     def lipschitz(self) -> float:
         r"""Its gradient's Lipschitz constant :math:`\max_k \|\mathcal A_k\|^2 / \lambda_{2,k}`."""
@@ -107,15 +112,23 @@ class NegativePartTerm:
 
     def adjoint(self, Gs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """A_k^*(G_k) per block."""
+        if self._one:
+            return [sos_adjoint(self.blocks[0].Phi, Gs[0])]
         return [sos_adjoint(b.Phi, G) for b, G in zip(self.blocks, Gs, strict=True)]
 
     def shifted(self, Gs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """S_k = A_k^*(G_k) + lam1_k I per block (recomputed, never updated linearly:
         rounding drift would be amplified)."""
+        if self._one:
+            return [sos_adjoint(self.blocks[0].Phi, Gs[0]) + self.eyes[0]]
         return [A + e for A, e in zip(self.adjoint(Gs), self.eyes, strict=True)]
 
     def __call__(self, Ss: Sequence[np.ndarray]) -> tuple[list[np.ndarray], float]:
         """(B_k = [S_k]_- / lam2_k per block, the term's value)."""
+        if self._one:
+            lam2 = self.blocks[0].lam2
+            Nneg, sq = self.negparts[0](Ss[0])
+            return [Nneg / lam2], sq / (2 * lam2)
         Bs, value = [], 0.0
         for b, neg, S in zip(self.blocks, self.negparts, Ss, strict=True):
             Nneg, sq = neg(S)
@@ -132,6 +145,9 @@ class NegativePartTerm:
 
     def evaluate(self, Bs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """A_k(B_k) per block: the values Psi_j^T B_k Psi_j."""
+        if self._one:
+            b = self.blocks[0]
+            return [sos_evaluate(b.Phi, Bs[0], b.d)]
         return [sos_evaluate(b.Phi, B, b.d) for b, B in zip(self.blocks, Bs, strict=True)]
 
 
@@ -154,12 +170,13 @@ class ProblemView:
             self.blocks = [DualBlock(problem.Phi, int(problem.d), float(problem.lam1),
                                      float(problem.lam2))]
         self.layout = BlockLayout(self.blocks)
+        self._shape0 = self.layout.shapes[0]
 
     def native(self, v: np.ndarray) -> Any:
         """What the problem's methods take: the (m, d, d) array, or the list of blocks."""
         if self.multi:
             return self.layout.split(v)
-        return v.reshape(self.blocks[0].shape)
+        return v.reshape(self._shape0)
 
     def flat(self, G: Any) -> np.ndarray:
         """The flat vector of the problem's form of Gamma."""

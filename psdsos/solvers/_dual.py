@@ -275,15 +275,17 @@ class _GradientSteps:
         P = view.primal_objective(y, Bs, FBs)
         gap = (P + Dy) / max(abs(P), abs(Dy), self.obj_floor)
         res = None
-        message = f"relative duality gap {gap:.3e} <= tol {self.tol:g}"
         if self.coupled:
             # (theta(G), B(G)) violates g(theta) = A(B) by grad D; require both small
             res = np.sqrt(float(np.vdot(grad, grad)) / max(
                 float(np.vdot(gq, gq)), float(np.vdot(FB, FB)), self.res_floor, 1e-300))
             err = max(abs(gap), res)
-            message += f" and relative constraint residual {res:.3e} <= tol"
         else:
             err = gap
+        message = ""  # the stopping reason, written only when it is one
+        if err <= self.tol:
+            message = f"relative duality gap {gap:.3e} <= tol {self.tol:g}" + (
+                "" if res is None else f" and relative constraint residual {res:.3e} <= tol")
         if state.history is not None:
             state.history["gap"].append(err)
             state.history["dual"].append(-Dy)
