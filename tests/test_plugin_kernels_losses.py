@@ -192,12 +192,14 @@ def test_kernel_ridge_with_the_plugin_kernel(kernel):
                                rtol=1e-8, atol=1e-10)
 
 
+@pytest.mark.parametrize("estimator", [SELFEstimator, KRLSEstimator, LocalizedSELF])
 @pytest.mark.parametrize("kernel", ["cauchy", CauchyKernel(0.6)], ids=["name", "object"])
-def test_self_estimator_with_the_plugin_kernel(kernel):
+def test_self_estimators_with_the_plugin_kernel(kernel, estimator):
+    """Euclidean outputs: SELF is kernel ridge, alpha(x) = (K + n lam I)^-1 k(x); so is KRLS
+    (the projection is the identity) and LocalizedSELF with one part."""
     X, Xt, rng = _data(2)
     Y = np.column_stack([np.cos(2 * X[:, 0]), X[:, 1] ** 2])
-    est = SELFEstimator(kernel, sigma=0.6, lam=1e-2).fit(X, Y)
-    # Euclidean outputs: the SELF estimate is kernel ridge, alpha(x) = (K + n lam I)^-1 k(x)
+    est = estimator(kernel, sigma=0.6, lam=1e-2).fit(X, Y)
     np.testing.assert_allclose(est.predict(Xt), _krr_reference(X, Y, Xt, 0.6, 1e-2),
                                rtol=1e-8, atol=1e-10)
 
@@ -304,26 +306,6 @@ def test_estimators_refuse_unregistered_names():
 
 
 # ------------------------------------------------ the other estimators that take a kernel
-
-
-@pytest.mark.parametrize("kernel", ["cauchy", CauchyKernel(0.6)], ids=["name", "object"])
-def test_krls_estimator_with_the_plugin_kernel(kernel):
-    X, Xt, rng = _data(4)
-    Y = np.column_stack([np.cos(2 * X[:, 0]), X[:, 1] ** 2])
-    est = KRLSEstimator(kernel, sigma=0.6, lam=1e-2).fit(X, Y)
-    # unconstrained Euclidean outputs: kernel ridge (the projection is the identity)
-    np.testing.assert_allclose(est.predict(Xt), _krr_reference(X, Y, Xt, 0.6, 1e-2),
-                               rtol=1e-8, atol=1e-10)
-
-
-@pytest.mark.parametrize("kernel", ["cauchy", CauchyKernel(0.6)], ids=["name", "object"])
-def test_localized_self_with_the_plugin_kernel(kernel):
-    """One part: LocalizedSELF is SELF, here kernel ridge with the plug-in kernel."""
-    X, Xt, rng = _data(5)
-    Y = np.column_stack([np.sin(2 * X[:, 0]), X[:, 1]])
-    est = LocalizedSELF(kernel, sigma=0.6, lam=1e-2).fit(X, Y)
-    np.testing.assert_allclose(est.predict(Xt), _krr_reference(X, Y, Xt, 0.6, 1e-2),
-                               rtol=1e-8, atol=1e-10)
 
 
 def test_fenchel_young_with_the_plugin_kernel():
