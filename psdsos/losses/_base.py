@@ -163,7 +163,7 @@ class Loss:
     symmetric = False
     #: offered by ``ConvexRegressor`` (scalar residuals, :meth:`rescaled` and
     #: :meth:`reflected` known; a non-smooth loss must be positively homogeneous and
-    #: piecewise linear, l(r) = l(1) r for r > 0 and l(-1) |r| below, as the offsets are
+    #: piecewise linear, l(r) = l(1) r for r > 0 and l(-1) abs(r) below, as the offsets are
     #: then found by a linear program)
     convex_regression = False
     #: the loss is differentiable with a Lipschitz gradient

@@ -152,7 +152,7 @@ class OutputSpace:
     def loss_gradient(self, Z: ArrayLike, Y: ArrayLike) -> np.ndarray:
         """Ambient (sub)gradient in Z of the loss between Z and Y (optional).
 
-        Z and Y hold elements of the space, of shape (..., *element_shape) each, broadcast
+        Z and Y hold elements of the space, of shape ``(..., *element_shape)`` each, broadcast
         against each other; the result has the shape of Z.
         """
         raise NotImplementedError(f"output space {self.name!r} offers no loss gradient")
@@ -163,12 +163,12 @@ class OutputSpace:
         return as_finite(Y, name)
 
     def element_check(self, elements: np.ndarray, name: str = "y") -> np.ndarray:
-        """Validate elements given one per row, (N, *element_shape); ValueError naming
+        """Validate elements given one per row, ``(N, *element_shape)``; ValueError naming
         ``name``.  Here: :meth:`check_Y` (elements in the space's own format)."""
         return self.check_Y(elements, name)
 
     def element_fit(self, elements: np.ndarray) -> np.ndarray:
-        """Fit on the training elements (N, *element_shape); returns their encoded values
+        """Fit on the training elements ``(N, *element_shape)``; returns their encoded values
         (floats; class positions for label spaces), of the same shape."""
         self.fit(elements)
         return np.asarray(self.Y_train_, dtype=np.float64).reshape(elements.shape)
@@ -194,7 +194,7 @@ class OutputSpace:
         (e.g. ``classes``).  Here: nothing to restore."""
 
     def element_loss(self, Z: np.ndarray, E: np.ndarray) -> np.ndarray:
-        """Element losses L(z, eta), broadcasting Z (..., *element_shape) against E
+        """Element losses L(z, eta), broadcasting Z ``(..., *element_shape)`` against E
         ("element_sgd").  Here: :meth:`loss` on the elements reshaped to rows."""
         Z, E = np.broadcast_arrays(Z, E)
         el = self.Y_train_.shape[1:]
@@ -202,7 +202,7 @@ class OutputSpace:
         return self.loss(E.reshape(-1, *el), Z.reshape(-1, *el)).reshape(shape)
 
     def element_project(self, Z: np.ndarray) -> np.ndarray:
-        """Elements Z (..., *element_shape) mapped into the space ("element_sgd").  Here:
+        """Elements Z ``(..., *element_shape)`` mapped into the space ("element_sgd").  Here:
         :meth:`project` on the elements reshaped to rows."""
         el = self.Y_train_.shape[1:]
         return np.asarray(self.project(Z.reshape(-1, *el)), dtype=np.float64).reshape(Z.shape)

@@ -125,7 +125,7 @@ class _PolytopeSpace(OutputSpace):
         raise NotImplementedError
 
     def from_vertices(self, M: np.ndarray) -> np.ndarray:
-        """Outputs (Y format) from a batch of vertices of shape (m, *polytope.shape)."""
+        """Outputs (Y format) from a batch of vertices of shape ``(m, *polytope.shape)``."""
         raise NotImplementedError
 
     def affine_decomposition(self) -> AffineDecomposition:
@@ -197,7 +197,7 @@ class _PolytopeSpace(OutputSpace):
 
         Returns
         -------
-        ndarray of shape (n_test, *polytope.shape)
+        ndarray of shape ``(n_test, *polytope.shape)``
         """
         self._check_fitted()
         a = check_alpha(alpha, len(self.Y_train_))
