@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-from psdsos.kernels import Kernel, LinearKernel, get_kernel, kernel_names, scale_bandwidth
+from psdsos.kernels import Kernel, get_kernel, kernel_names, scale_bandwidth
 from psdsos.losses import loss_names
 
 __all__ = ["Interval", "Options", "Bool", "Verbose", "RandomState", "validate_params",
@@ -175,12 +175,13 @@ class Bandwidth:
 def resolve_kernel(kernel, sigma, X, sample_weight=None):
     """The fitted kernel: a Kernel object unchanged, else ``kernel`` with bandwidth ``sigma``,
     ``sigma="scale"`` meaning :func:`psdsos.kernels.scale_bandwidth` of the training ``X``
-    (weighted by ``sample_weight``: rows counted w_i times).  ``"linear"`` (accepted only by
-    the estimators whose constraints allow it) ignores sigma."""
-    if isinstance(kernel, (Kernel, LinearKernel)):
+    (weighted by ``sample_weight``: rows counted w_i times).  A kernel of the registry that
+    gives Gram matrices only (``"linear"``; accepted only by the estimators whose options
+    allow it, checked before) ignores sigma."""
+    if not isinstance(kernel, str):  # a kernel object (its type checked by the options)
         return kernel
-    if isinstance(kernel, str) and kernel.lower() == "linear":
-        return LinearKernel()
+    if kernel.lower() not in kernel_names():
+        return get_kernel(kernel)
     if isinstance(sigma, str) and sigma == "scale":
         sigma = scale_bandwidth(X, sample_weight)
     return get_kernel(kernel, sigma)

@@ -178,25 +178,27 @@ def check_choice(value, name, choices):
 
 def class_registrar(registry, kind, name, base=None):
     """A class decorator that registers a class in ``registry`` under ``name`` (lower-cased)
-    and sets its attribute ``name``: the kernel and loss registries' ``register_*``.
+    and sets its attribute ``name``: the kernel, loss and output-space registries'
+    ``register_*``.
 
     ValueError if ``name`` is not a non-empty string or another class holds it (a class of
     the same module and qualified name, from a reloaded module, replaces it); TypeError if
-    the class is not a subclass of ``base`` (when given).  ``kind`` ("kernel", "loss")
+    the class is not a subclass of ``base`` (when given).  ``kind`` ("kernel", "loss", ...)
     names the registry in the messages.
     """
+    a = "an" if kind[:1] in "aeiou" else "a"
     if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"name of a {kind} must be a non-empty string, got {name!r}")
+        raise ValueError(f"name of {a} {kind} must be a non-empty string, got {name!r}")
     key = name.lower()
 
     def decorator(cls):
         if base is not None and not (isinstance(cls, type) and issubclass(cls, base)):
-            raise TypeError(f"a {kind} registered as {key!r} must be a subclass of "
+            raise TypeError(f"{a} {kind} registered as {key!r} must be a subclass of "
                             f"{base.__name__}, got {cls!r}")
         old = registry.get(key)
         if old is not None and (old.__module__, old.__qualname__) != (cls.__module__,
                                                                        cls.__qualname__):
-            raise ValueError(f"a {kind} named {key!r} is already registered "
+            raise ValueError(f"{a} {kind} named {key!r} is already registered "
                              f"({old.__name__}); register {cls.__name__} under another name")
         cls.name = key
         registry[key] = cls

@@ -1,16 +1,13 @@
 """The kernel names of the commands, in one place.
 
-Only :data:`KERNEL_NAMES` lists what exists; the other names here are the commands' choices
-among them, and what a kernel can do (convex-fit needs Hessians) is asked of the kernel.
+What exists is the kernel registry's (:func:`psdsos.kernels.kernel_names`); the names here are
+the commands' choices among them, and what a kernel can do (convex-fit needs Hessians) is
+asked of the registry.
 """
 
 from __future__ import annotations
 
 from psdsos.kernels import kernel_names
-
-#: Every kernel the commands may offer (the radial kernels of the registry, in the order they
-#: were registered: the order the help texts list them).
-KERNEL_NAMES = kernel_names()
 
 #: Kernels cross-validated by bures-demo (without --paper), from smooth to rough.
 DEMO_KERNELS = ("gaussian", "matern52", "exponential")

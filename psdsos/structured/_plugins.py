@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import TypeVar
 
+from psdsos._validation import class_registrar
 from psdsos.structured._base import OutputSpace
 
 __all__ = ["register_output_space"]
@@ -51,7 +52,8 @@ def register_output_space(name: str) -> Callable[[_SpaceClassT], _SpaceClassT]:
     ValueError
         If ``name`` is not a non-empty lower-case string, if the class body sets another
         ``name``, or if another class is already registered under ``name`` (the message
-        names it and the registered class).
+        names it and the registered class; the same class again, from a reloaded module,
+        replaces it).
     TypeError
         If the decorated object is not a subclass of :class:`~psdsos.structured.OutputSpace`.
 
@@ -75,22 +77,14 @@ def register_output_space(name: str) -> Callable[[_SpaceClassT], _SpaceClassT]:
         raise ValueError(f"name of an output space must be a non-empty lower-case string, "
                          f"got {name!r}")
 
+    register = class_registrar(_OUTPUT_SPACES, "output space", name, base=OutputSpace)
+
     def decorator(cls: _SpaceClassT) -> _SpaceClassT:
-        if not (isinstance(cls, type) and issubclass(cls, OutputSpace)):
-            raise TypeError(f"register_output_space({name!r}) decorates subclasses of "
-                            f"OutputSpace, got {cls!r}")
-        own = cls.__dict__.get("name", name)
+        own = cls.__dict__.get("name", name) if isinstance(cls, type) else name
         if own != name:
             raise ValueError(f"{cls.__name__} sets name = {own!r} but is registered as "
                              f"{name!r}; drop the class attribute (the decorator sets it)")
-        known = _OUTPUT_SPACES.get(name)
-        if known is not None and known is not cls:
-            raise ValueError(f"an output space named {name!r} is already registered "
-                             f"({known.__module__}.{known.__qualname__}); register "
-                             f"{cls.__name__} under another name")
-        cls.name = name
-        _OUTPUT_SPACES[name] = cls
-        return cls
+        return register(cls)
 
     return decorator
 
