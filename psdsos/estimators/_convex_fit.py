@@ -29,7 +29,7 @@ from psdsos._validation import check_random_state, scaled_mean_std, validate_dat
 from psdsos.estimators._common import check_regularization
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.features import ExactFeatures, NystromFeatures
-from psdsos.kernels import Kernel
+from psdsos.kernels import Kernel, kernel_names
 from psdsos.solvers import solve_dual, solve_primal
 from psdsos.solvers._dual_convex import solve_dual_loss
 from psdsos.solvers._irls import irls
@@ -61,11 +61,17 @@ class FitPlan:
 
 
 # ---- checks and features ----------------------------------------------------------------------
+def _either(names):
+    """``'a', 'b' or 'c'``: registered kernel names as the error messages list them."""
+    quoted = [repr(n) for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
 def check_kernel_and_regularization(est, kernel):
     if kernel.differentiability < 2:
         raise ValueError(
             f"kernel {kernel.name!r} is not twice differentiable; convex regression needs "
-            "Hessians: use 'gaussian', 'matern32' or 'matern52'"
+            f"Hessians: use {_either(kernel_names(differentiability=2))}"
         )
     # lam1 = lam2 = 0, B unregularized: only H(f) in A(S_+) matters, so B is any point of
     # {B >= 0 : A(B) = H(f)} (not unique, unbounded without a spanning set of features), and
@@ -267,7 +273,7 @@ def exact_plan(est, data):
         raise ValueError(
             f"kernel {kernel_u.name!r} is not four times differentiable; "
             "representation='exact' needs fourth-order kernel derivatives (eq. 37): use "
-            "'gaussian' or 'matern52', or representation='approx'"
+            f"{_either(kernel_names(differentiability=4))}, or representation='approx'"
         )
     problem = ConvexRegressionExactProblem(kernel_u, data.U, data.Zu, data.Phi, data.t,
                                            affine_design(est, data.U), est.rho, est.lam1,
