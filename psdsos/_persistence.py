@@ -222,7 +222,7 @@ def _saved_params(cls, params, arrays, source):
 def _encode_params(owner, params, arrays):
     """The constructor parameters as JSON values; array-valued ones go to ``arrays``.
 
-    A built-in kernel object is saved by name, its bandwidth replacing ``sigma`` (a
+    A kernel object of a registered class is saved by name, its bandwidth replacing ``sigma`` (a
     Kernel object carries its own bandwidth); a numpy Generator as None (not saved).
     """
     out = {}
@@ -234,7 +234,8 @@ def _encode_params(owner, params, arrays):
             if type(v) not in KERNELS.values():
                 raise ValueError(
                     f"cannot save {owner} with a custom kernel object "
-                    f"{v!r}: only built-in kernels are saved"
+                    f"{v!r}: only kernels registered with psdsos.kernels.register_kernel are "
+                    "saved (by name)"
                 )
             kernel_sigma = float(v.sigma)
             v = v.name
