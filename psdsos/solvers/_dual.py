@@ -65,7 +65,7 @@ from psdsos._validation import check_scalar
 from psdsos.solvers._apg import APGState, Certificate, DualResult, Step, run_apg, say
 from psdsos.solvers._blocks import NegativePartTerm, ProblemView
 from psdsos.solvers._dual_prox import solve_dual_prox
-from psdsos.solvers._precond import DualPreconditioner
+from psdsos.solvers._precond import DENSE_BLOCKS_MAX, BlockPreconditioner, DualPreconditioner
 from psdsos.solvers._protocol import dual_capabilities
 
 __all__ = ["DualProblem", "DualResult", "solve_dual"]
@@ -209,6 +209,10 @@ class _GradientSteps:
         self.tol, self.every, self.t0 = tol, every, t0
         blk = view.blocks[0]
         Phi, d, lam2 = blk.Phi, blk.d, blk.lam2
+        factor = caps.smooth_hessian_factor
+        # several blocks: the dense preconditioner when the problem describes grad^2 q
+        dense = (precondition and len(view.blocks) > 1 and factor is not None
+                 and view.layout.size <= DENSE_BLOCKS_MAX)
         precondition = precondition and len(view.blocks) == 1
         if every:
             sizes = " + ".join(f"{b.N} x {b.N}" for b in view.blocks)
@@ -220,7 +224,6 @@ class _GradientSteps:
         self.neg = NegativePartTerm(view.blocks)
         mu = float(problem.strong_convexity())
         if precondition:
-            factor = caps.smooth_hessian_factor
             U = factor() if factor is not None else None
             # the identity part of P: mu, or a larger curvature bound when grad^2 q - mu I
             # is not described by U (weighted least squares: per-sample curvatures 1 / c_i)
@@ -232,6 +235,10 @@ class _GradientSteps:
             L = _metric_lipschitz(view, self.Pinv, n_iter=3 if self.Pinv.tail else 10)
             # strong convexity of q in the metric of P: mu / lambda_max(P)
             mu = mu / self.Pinv.lambda_max_bound(lam2) if mu > 0 else 0.0
+        elif dense:
+            # P is formed exactly: D's generalized Hessian is <= P, steps of 1 are safe
+            self.Pinv = BlockPreconditioner(view.blocks, factor(), mu)
+            L, mu = 1.0, 0.0
         else:
             self.Pinv = None
             L = float(problem.smooth_lipschitz()) + self.neg.lipschitz()
@@ -307,7 +314,12 @@ class _GradientSteps:
         an iteration costs one eigendecomposition."""
         eta_min, view, neg, y = self.eta_min, self.view, self.neg, state.y
         step = eta_min
-        dirn = grad if self.Pinv is None else self.Pinv(view.layout.split(grad)[0]).reshape(-1)
+        if self.Pinv is None:
+            dirn = grad
+        elif getattr(self.Pinv, "flat", False):
+            dirn = self.Pinv(grad)
+        else:
+            dirn = self.Pinv(view.layout.split(grad)[0]).reshape(-1)
         xn = None
         if state.eta > eta_min and it >= self.next_probe:
             g2 = float(np.vdot(grad, dirn))

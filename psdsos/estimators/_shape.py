@@ -1,0 +1,440 @@
+r"""Kernel regression under shape constraints guaranteed on the data's box.
+
+:class:`ShapeConstrainedRegressor`: increasing / decreasing in chosen features, convex /
+concave in chosen subsets, bounded; one kernel SoS block per constraint
+(:mod:`psdsos.estimators._shape_problem`), an exchange method
+(:mod:`psdsos.estimators._shape_fit`) and certificates with the certified-shape predictor
+(:mod:`psdsos.estimators._shape_certify`).
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+from sklearn.base import BaseEstimator, RegressorMixin
+
+from psdsos._params import (
+    KERNEL_OPTIONS,
+    Bandwidth,
+    Bool,
+    Interval,
+    Options,
+    resolve_kernel,
+    validate_params,
+)
+from psdsos._persistence import SavedArray, SavedEstimator, SavedScalar, register_loadable
+from psdsos._validation import (
+    FloatArray,
+    PathLike,
+    RandomStateLike,
+    check_random_state,
+    validate_data,
+)
+from psdsos.estimators import _shape_fit as sf
+from psdsos.estimators._common import ITERATIVE_OPTIONS, fitted_input
+from psdsos.estimators._convex_fit import check_kernel_and_regularization, set_scaling, unit_kernel
+from psdsos.estimators._shape_certify import (
+    Correction,
+    ShapeCertificate,
+    build_correction,
+    certify_constraint,
+    constraint_scale,
+)
+from psdsos.estimators._weights import check_sample_weight
+from psdsos.kernels import Kernel, get_kernel
+from psdsos.solvers import PRIMAL_SOLVERS
+
+__all__ = ["ShapeConstrainedRegressor", "ShapeCertificate", "UncertifiedShapeWarning"]
+
+#: f expands on every training point up to this many samples, on greedy landmarks beyond.
+AUTO_TRAIN_CENTERS = 2000
+
+
+class UncertifiedShapeWarning(UserWarning):
+    """A shape constraint of the fit is not proved on the box (its certificate is "sampled")."""
+
+
+class _FeatureSpec:
+    """The check of increasing / decreasing / convex / concave: None, True or indices."""
+
+    def check(self, name: str, value: Any, owner: str) -> None:
+        if value is None or value is True or value is False:
+            return
+        if isinstance(value, numbers.Integral) or hasattr(value, "__iter__"):
+            return
+        raise ValueError(f"{name} of {owner} must be None, True or a list of feature indices, "
+                         f"got {value!r}")
+
+
+class _OptionalReal:
+    def check(self, name: str, value: Any, owner: str) -> None:
+        if value is None:
+            return
+        if (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real)
+                or not np.isfinite(value)):
+            raise ValueError(f"{name} of {owner} must be None or a finite real number, "
+                             f"got {value!r}")
+
+
+@register_loadable
+class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
+    r"""Smooth kernel regression whose shape constraints hold on the whole box of the data.
+
+    .. math::
+
+        \min_{\beta, \alpha, \mathbf B_k\succeq 0}\ \frac1n\sum_i w_i (y_i - f(x_i))^2
+          + \rho\,\alpha^T\mathbf K\alpha
+          + \sum_k \lambda_1\operatorname{Tr}\mathbf B_k + \frac{\lambda_2}{2}\|\mathbf B_k\|_F^2
+        \quad\text{s.t.}\quad g_k(z_{kj}) = \Psi_{kj}^T\mathbf B_k\Psi_{kj},
+
+    with :math:`f(x) = \beta_0 + \beta^T x + \sum_i \alpha_i k(x, x_i)` and one constraint
+    function g_k per shape: :math:`\partial_p f` (``increasing``), :math:`-\partial_p f`
+    (``decreasing``), :math:`\nabla^2_S f` (``convex``: the Hessian block of the features S,
+    joint convexity in them), :math:`-\nabla^2_S f` (``concave``), :math:`f - \text{lower}`,
+    :math:`\text{upper} - f`.  Each is a kernel SoS block (PSD paper, section 4, eq. 13-14;
+    d = 1 is the non-negative model of Marteau-Ferey et al. 2020), all solved in one problem
+    (the multi-block negative-part dual, or the CVXPY primal).  With ``convex=True`` alone
+    this is :class:`ConvexRegressor`'s eq. (28).
+
+    **Guaranteed, not estimated** (``certify=True``).  After a fit, an exchange method
+    searches the box of the training data for the most violated point of each constraint
+    (scrambled Sobol design, then local minimization), adds the violators to that
+    constraint's points and refits from the previous dual point, until no violation above
+    the tolerance is found (at most ``max_exchange`` rounds).  Then a branch and bound over
+    cells of the box proves a lower bound of each constraint function
+    (:attr:`certificate_`): the value at a cell's centre minus the largest change the RKHS
+    norm of f allows within the cell (Taylor expansion with a remainder bounded by
+    Cauchy-Schwarz in the RKHS, as in Aubin-Frankowski & Szabó 2020).  Where the bound is
+    below 0 by e, :meth:`predict` returns the certified-shape predictor, the fit plus the
+    smallest correction the bound proves sufficient (e.g. + e x_p for monotonicity,
+    + e/2 ||x_S - a||^2 for convexity, a shift for a bound), so the shape holds on the
+    whole box; ``predict(X, raw=True)`` returns the fit itself.  Outside the box nothing is
+    claimed.
+
+    Parameters
+    ----------
+    increasing, decreasing : None, True or list of int
+        Features in which f is non-decreasing (non-increasing); True: all.
+    convex, concave : None, True or list of int
+        A feature subset S in which f is jointly convex (concave): the Hessian block of S is
+        PSD (NSD); other features are free.  True: all features.
+    lower, upper : float, optional
+        Bounds on f (user's units).
+    kernel : {"gaussian", "matern32", "matern52"} or Kernel, default="gaussian"
+        Twice differentiable.  Certificates are proved for the Gaussian kernel; with other
+        kernels they are "sampled".
+    sigma : "scale" or float, default="scale"
+        Bandwidth in the units of x (as in :class:`ConvexRegressor`).
+    rho, lam1, lam2 : float, default=1e-4, 0.0, 1e-3
+        As in :class:`ConvexRegressor` (standardized units).
+    solver : {"dual", "primal"}, default="dual"
+    primal_solver : {"SCS", "CLARABEL"}, default="CLARABEL"
+    constraint_points : None, int or array (m, n_features)
+        Initial points of every constraint: ``None``: 16 * 2**n_features (at most 256)
+        scrambled Sobol points of the data's box and its corners; an int: that many Sobol
+        points and the corners; an array: those points.  The exchange adds more.
+    centers : {"auto", "train", "landmarks"}, default="auto"
+        Where f expands: the training points, or ``n_landmarks`` greedy landmarks (pivoted
+        Cholesky) of the data; "auto": the training points up to 2,000 samples.
+    n_landmarks : int, optional
+        Number of landmarks (centers="landmarks", or "auto" beyond 2,000 samples; default
+        200 there).
+    fit_intercept : bool, default=True
+    certify : bool, default=True
+        Run the exchange and the certificates (otherwise the constraints hold at the
+        constraint points only and ``certificate_`` reports the sampled minima).
+    certify_tol : float, default=1e-2
+        Relative tolerance of the exchange and of the covering: the branch and bound stops
+        once it proves g >= min(0, sampled minimum) - certify_tol * scale.
+    max_exchange : int, default=10
+    max_cells : int, default=400000
+        Budget of cells per constraint for the branch and bound; beyond it the certificate
+        is "sampled".
+    tol, max_iter, random_state, verbose
+        As in :class:`ConvexRegressor`.
+
+    Attributes
+    ----------
+    certificate_ : dict of str -> ShapeCertificate
+        Per constraint ("increasing[0]", "concave[0,1]", "lower", ...): ``bound``,
+        ``status``, ``relative``, ``sampled_min``, ``correction``.
+    correction_ : float
+        The largest correction of the certified-shape predictor relative to the constraint's
+        scale (0: predict is the raw fit).
+    alpha_, intercept_, coef_, X_fit_, x_box_, kernel_, x_offset_, x_scale_, y_offset_, y_scale_
+        The fit (standardized units mapped back as in :class:`ConvexRegressor`).
+    constraint_points_ : dict of str -> ndarray
+        The final points of each constraint (user's units).
+    objective_, n_iter_, dual_gap_, constraint_residual_, n_exchange_
+
+    Warns
+    -----
+    UncertifiedShapeWarning
+        A constraint is not proved on the box (status "sampled").
+    sklearn.exceptions.ConvergenceWarning
+        The dual stopped at max_iter.
+    """
+
+    _parameter_constraints = {
+        "increasing": _FeatureSpec(), "decreasing": _FeatureSpec(),
+        "convex": _FeatureSpec(), "concave": _FeatureSpec(),
+        "lower": _OptionalReal(), "upper": _OptionalReal(),
+        "kernel": KERNEL_OPTIONS,
+        "sigma": Bandwidth(),
+        "rho": Interval(numbers.Real, 0.0, None),
+        "lam1": Interval(numbers.Real, 0.0, None),
+        "lam2": Interval(numbers.Real, 0.0, None),
+        "solver": Options(["dual", "primal"]),
+        "primal_solver": Options(PRIMAL_SOLVERS),
+        "constraint_points": _FeatureSpec(),
+        "centers": Options(["auto", "train", "landmarks"]),
+        "n_landmarks": Interval(numbers.Integral, 1, None, allow_none=True),
+        "fit_intercept": Bool(),
+        "certify": Bool(),
+        "certify_tol": Interval(numbers.Real, 0.0, None, closed="neither"),
+        "max_exchange": Interval(numbers.Integral, 0, None),
+        "max_cells": Interval(numbers.Integral, 1, None),
+        **ITERATIVE_OPTIONS,
+    }
+
+    def __init__(self, *, increasing: Any = None, decreasing: Any = None, convex: Any = None,
+                 concave: Any = None, lower: float | None = None, upper: float | None = None,
+                 kernel: str | Kernel = "gaussian", sigma: float | str = "scale",
+                 rho: float = 1e-4, lam1: float = 0.0, lam2: float = 1e-3,
+                 solver: str = "dual", primal_solver: str = "CLARABEL",
+                 constraint_points: None | int | ArrayLike = None, centers: str = "auto",
+                 n_landmarks: int | None = None, fit_intercept: bool = True,
+                 certify: bool = True, certify_tol: float = 1e-2, max_exchange: int = 10,
+                 max_cells: int = 400_000, tol: float = 1e-6, max_iter: int = 20000,
+                 warm_start: bool = False, random_state: RandomStateLike = None,
+                 verbose: bool | int = False) -> None:
+        self.increasing = increasing
+        self.decreasing = decreasing
+        self.convex = convex
+        self.concave = concave
+        self.lower = lower
+        self.upper = upper
+        self.kernel = kernel
+        self.sigma = sigma
+        self.rho = rho
+        self.lam1 = lam1
+        self.lam2 = lam2
+        self.solver = solver
+        self.primal_solver = primal_solver
+        self.constraint_points = constraint_points
+        self.centers = centers
+        self.n_landmarks = n_landmarks
+        self.fit_intercept = fit_intercept
+        self.certify = certify
+        self.certify_tol = certify_tol
+        self.max_exchange = max_exchange
+        self.max_cells = max_cells
+        self.tol = tol
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _sign(self) -> float:
+        return 1.0
+
+    # ---- the fit --------------------------------------------------------------------------
+    def fit(self, X: ArrayLike, y: ArrayLike,
+            sample_weight: ArrayLike | None = None) -> ShapeConstrainedRegressor:
+        """Fit f to (X, y) under the shape constraints, then certify them on the box.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), n_samples >= 2
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights (scikit-learn semantics, as in :class:`ConvexRegressor`).
+        """
+        validate_params(self)
+        y_kind = getattr(np.asarray(y) if y is not None else None, "dtype", None)
+        if y_kind is not None and y_kind.kind in "USVM":
+            raise ValueError(f"y must be numeric (real targets), got dtype {y_kind}")
+        X, y = validate_data(self, X, y, reset=True, dtype=np.float64, ensure_min_samples=2,
+                             y_numeric=True)
+        X, y, w = check_sample_weight(sample_weight, X, y)
+        if X.shape[0] < 2:
+            raise ValueError(f"sample_weight leaves {X.shape[0]} sample of positive weight; "
+                             "at least 2 are required")
+        kernel = resolve_kernel(self.kernel, self.sigma, X, w)
+        check_kernel_and_regularization(self, kernel)
+        set_scaling(self, kernel, X, y, w)
+        self.x_box_ = np.vstack([X.min(axis=0), X.max(axis=0)])
+        p = X.shape[1]
+        constraints = sf.parse_constraints(self, p)
+        kernel_u = unit_kernel(kernel)
+        U = (X - self.x_offset_) / self.x_scale_
+        t = (y - self.y_offset_) / self.y_scale_
+        C = self._centers(U, kernel_u)
+        data = sf.shape_data(self, kernel_u, U, t, w, C)
+        rng = check_random_state(self.random_state)
+        self._constraints = constraints
+        self.kernel_ = kernel
+        if not constraints:
+            wv = sf.ridge_solution(data, self.rho)
+            self._finish(data, sf.fit_of(data, wv), [], None, 0.0, 0, 0.0, 0.0, 0)
+            return self
+        data.points = [self._initial_points(data, rng) for _ in constraints]
+        design = self._design(data.box, rng)
+        n_exchange = 0
+        init = None
+        total_iter = 0
+        while True:
+            problem = sf.build_problem(self, data, constraints)
+            sol = sf.solve(self, problem, init)
+            total_iter += sol.n_iter
+            fit = sf.fit_of(data, sol.w)
+            if not self.certify or n_exchange >= self.max_exchange:
+                break
+            added = False
+            for k, con in enumerate(constraints):
+                scale = constraint_scale(fit, con, design)
+                new, _, _ = sf.most_violated(fit, con, design, data.box,
+                                             -self.certify_tol * scale, n_add=8)
+                if new.shape[0]:
+                    Z = sf.add_points(data.points[k], new, data.box)
+                    added = added or Z.shape[0] > data.points[k].shape[0]
+                    data.points[k] = Z
+            if not added:
+                break
+            n_exchange += 1
+            init = sf.pad_dual(sol.G, data.points, constraints)
+        self._finish(data, fit, sol.B, design, sol.objective, total_iter, sol.gap,
+                     sol.residual, n_exchange)
+        return self
+
+    def _centers(self, U, kernel_u):
+        n = U.shape[0]
+        landmarks = self.centers == "landmarks" or (
+            self.centers == "auto" and n > AUTO_TRAIN_CENTERS)
+        if not landmarks:
+            return U
+        from psdsos.features import NystromFeatures
+
+        r = min(n, self.n_landmarks or 200)
+        feats = NystromFeatures(kernel_u, n_landmarks=r, random_state=self.random_state,
+                                landmarks="greedy").fit(U)
+        return np.asarray(feats.anchors_, dtype=np.float64)
+
+    def _initial_points(self, data, rng):
+        cp_ = self.constraint_points
+        p = data.box[0].shape[0]
+        if cp_ is None or isinstance(cp_, numbers.Integral):
+            m = min(16 * 2**p, 256) if cp_ is None else int(cp_)
+            seed = int(check_random_state(rng).integers(2**31 - 1))
+            return sf.default_points(data.box, m, seed)
+        Z = np.asarray(cp_, dtype=np.float64)
+        if Z.ndim != 2 or Z.shape[1] != p or not np.all(np.isfinite(Z)):
+            raise ValueError(f"constraint_points must be None, an int or a finite array of "
+                             f"shape (m, {p}), got shape {Z.shape}")
+        return np.unique((Z - self.x_offset_) / self.x_scale_, axis=0)
+
+    def _design(self, box, rng):
+        p = box[0].shape[0]
+        seed = int(check_random_state(rng).integers(2**31 - 1))
+        return sf.default_points(box, sf.DESIGN_POINTS * p, seed)
+
+    def _finish(self, data, fit, B, design, objective, n_iter, gap, residual, n_exchange):
+        """Fitted attributes in the user's units, certificates and the correction."""
+        sy, sx = self.y_scale_, self.x_scale_
+        self._fit_u = fit
+        self.X_fit_ = data.C * sx + self.x_offset_
+        self.alpha_ = sy * fit.alpha
+        if fit.beta.size:
+            self.coef_ = (sy / sx) * fit.beta[1:]
+            self.intercept_ = float(self.y_offset_ + sy * fit.beta[0] - self.coef_ @ self.x_offset_)
+        else:
+            self.coef_ = np.zeros(data.C.shape[1])
+            self.intercept_ = float(self.y_offset_)
+        self.objective_, self.n_iter_ = float(objective), int(n_iter)
+        self.dual_gap_, self.constraint_residual_ = float(gap), float(residual)
+        self.n_exchange_ = int(n_exchange)
+        self.constraint_points_ = {con.name: Z * sx + self.x_offset_
+                                   for con, Z in zip(self._constraints, data.points, strict=True)}
+        self.B_ = [np.asarray(b) for b in B]
+        self._certify(fit, data.box, design)
+
+    def _certify(self, fit, box, design):
+        constraints = self._constraints
+        p = box[0].shape[0]
+        self.certificate_: dict[str, ShapeCertificate] = {}
+        if not constraints:
+            self._correction = Correction.identity(p)
+            self.correction_ = 0.0
+            return
+        bounds, records = [], []
+        for con in constraints:
+            scale = constraint_scale(fit, con, design)
+            _, smin, _ = sf.most_violated(fit, con, design, box, -np.inf, n_add=0)
+            if self.certify:
+                bound, status, smin, n_cells = certify_constraint(
+                    fit, con, box, smin, scale, self.certify_tol, self.max_cells)
+            else:
+                bound, status, n_cells = smin, "sampled", 0
+            bounds.append(bound)
+            records.append((con, bound, status, smin, scale, n_cells))
+        corr = build_correction(constraints, bounds, box)
+        self._correction = corr
+        rel_corr = 0.0
+        uncertified = []
+        for con, bound, status, smin, scale, n_cells in records:
+            f = sf.unit_factor(con, self)
+            e = max(0.0, -bound)
+            if con.kind == "value":
+                e = max(0.0, -bound) if corr.scale == 1.0 else e
+            rel_corr = max(rel_corr, e / scale)
+            self.certificate_[con.name] = ShapeCertificate(
+                bound=float(bound * f), status=status, relative=float(bound / scale),
+                sampled_min=float(smin * f), correction=float(e * f), n_cells=int(n_cells))
+            if status != "certified":
+                uncertified.append(con.name)
+        self.correction_ = float(rel_corr)
+        if uncertified and self.certify:
+            warnings.warn(f"the shape constraints {uncertified} are not proved on the box of "
+                          "the data (their certificates are 'sampled': the smallest values "
+                          "found, not bounds); raise max_cells or certify_tol",
+                          UncertifiedShapeWarning, stacklevel=3)
+
+    # ---- the fitted function ----------------------------------------------------------------------
+    def _check_X(self, X: ArrayLike) -> np.ndarray:
+        return fitted_input(self, X, "alpha_")
+
+    def _standardized(self, X):
+        X = self._check_X(X)
+        return X, (X - self.x_offset_) / self.x_scale_
+
+    def predict(self, X: ArrayLike, *, raw: bool = False) -> FloatArray:
+        """The certified-shape predictor (the fit plus its correction, see the class
+        docstring); ``raw=True``: the fit itself."""
+        _, U = self._standardized(X)
+        h = self._fit_u.value(U)
+        if not raw:
+            c = self._correction
+            h = c.scale * (h + c.terms(U)[0]) + c.shift
+        return self.y_offset_ + self.y_scale_ * h
+
+    def gradient(self, X: ArrayLike, *, raw: bool = False) -> FloatArray:
+        """Gradient of :meth:`predict` (same ``raw``), shape (m, n_features)."""
+        _, U = self._standardized(X)
+        g = self._fit_u.gradient(U)
+        if not raw:
+            c = self._correction
+            g = c.scale * (g + c.terms(U)[1])
+        return (self.y_scale_ / self.x_scale_) * g
+
+    def hessian(self, X: ArrayLike, *, raw: bool = False) -> FloatArray:
+        """Hessian of :meth:`predict` (same ``raw``), shape (m, n_features, n_features)."""
+        _, U = self._standardized(X)
+        H = self._fit_u.hessian(U)
+        if not raw:
+            c = self._correction
+            H = c.scale * (H + np.diag(c.terms(U)[2])[None])
+        return (self.y_scale_ / self.x_scale_**2) * H

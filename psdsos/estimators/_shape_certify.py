@@ -1,0 +1,214 @@
+r"""Certificates of :class:`psdsos.ShapeConstrainedRegressor` and its certified-shape predictor.
+
+A certificate is a lower bound of a constraint function g over the box of the training data
+(standardized units here; the estimator converts): proved by a branch and bound over cells
+(:func:`psdsos.sos.certify_box`) where it finishes ("certified"), else the smallest value the
+exchange's search and the covering found ("sampled": an estimate, not a proof).
+
+The certified-shape predictor adds to the fit the smallest correction that the certificates
+prove sufficient (all in standardized units u, on the box [lo, hi]):
+
+* ``derivative`` constraint in feature p with bound -e < 0: :math:`+ s\,e\,(u_p - a_p)`
+  (the slope in p moves by e in the constraint's direction);
+* ``hessian`` constraint on S with bound -e < 0: :math:`+ s\,\frac e2\sum_{p\in S}(u_p - a_p)^2`
+  (s Hess_S moves by e I), the anchor a_p at the end of [lo_p, hi_p] that keeps the slope of
+  the quadratic on the side of a monotonicity constraint in p (lo_p for increasing and convex
+  or decreasing and concave, hi_p for the other two), the centre otherwise;
+* bounds last: the corrected function's certified range (the bounds' certificates plus the
+  extreme values of the corrections, in closed form) is moved inside [lower, upper] by a
+  constant shift (one bound) or an increasing affine map of the values (both bounds), which
+  keeps every derivative and Hessian constraint (their functions are multiplied by a positive
+  number).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from psdsos.estimators._shape_fit import Fit, constraint_function
+from psdsos.estimators._shape_problem import ShapeConstraint
+
+__all__ = ["ShapeCertificate"]
+
+
+@dataclass(frozen=True)
+class ShapeCertificate:
+    """The certificate of one shape constraint over the training data's box.
+
+    Attributes
+    ----------
+    bound : float
+        Lower bound of the constraint function over the box, in the user's units (d_p f for
+        "increasing[p]", -d_p f for "decreasing[p]", lambda_min(Hess_S f) for "convex[S]",
+        lambda_min(-Hess_S f) for "concave[S]", f - lower, upper - f), of the raw fit.  Proved
+        when ``status == "certified"``; the smallest value found by the search otherwise.
+    status : {"certified", "sampled"}
+    relative : float
+        ``bound`` divided by the constraint function's scale (its mean absolute value over
+        the search design, floored): a number without units.
+    sampled_min : float
+        The smallest value of the constraint function found by the exchange's search and the
+        covering (user's units): an upper bound of the true minimum.
+    correction : float
+        What the certified-shape predictor adds to the constraint function (user's units;
+        0 when the raw fit already satisfies it).
+    n_cells : int
+        Cells evaluated by the branch and bound.
+    """
+
+    bound: float
+    status: str
+    relative: float
+    sampled_min: float
+    correction: float = 0.0
+    n_cells: int = 0
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The record as a plain dict (JSON-able)."""
+        return asdict(self)
+
+
+# ---- the certificate of one constraint -----------------------------------------------------------
+def certify_constraint(fit: Fit, con: ShapeConstraint, box, sampled_min: float, scale: float,
+                       tol: float, max_cells: int):
+    """(bound, status, sampled_min, n_cells) of g over the box, standardized units.
+
+    The branch and bound aims at ``goal = min(0, sampled_min) - tol * scale``: it settles
+    every cell whose proved lower bound reaches the goal.
+    """
+    try:
+        from psdsos.sos._box_certify import certify_box
+        from psdsos.sos._cell_bounds import cell_lower_bounds
+    except ImportError:  # TEMPORARY until merged
+        return sampled_min, "sampled", sampled_min, 0
+
+    goal = min(0.0, sampled_min) - tol * scale
+    lo, hi = box
+    norm = fit.norm()
+    kw: dict[str, Any] = {"sign": con.sign, "offset": con.offset}
+    if con.kind == "derivative":
+        kw["feature"] = con.features[0]
+    elif con.kind == "hessian":
+        kw["subset"] = list(con.features)
+    affine = fit.beta if fit.beta.size else None
+
+    def lower(Cc, Hh):
+        return cell_lower_bounds(fit.kernel, fit.C, fit.alpha, affine, con.kind, Cc, Hh,
+                                 norm=norm, **kw)
+
+    try:
+        cert = certify_box(lower, lo, hi, goal=goal, max_cells=max_cells)
+    except NotImplementedError:
+        return sampled_min, "sampled", sampled_min, 0
+    smin = min(sampled_min, float(cert.sampled_min))
+    if cert.status == "certified":
+        return float(min(cert.bound, smin)), "certified", smin, int(cert.n_cells)
+    return smin, "sampled", smin, int(cert.n_cells)
+
+
+def constraint_scale(fit: Fit, con: ShapeConstraint, design: np.ndarray) -> float:
+    """The yardstick of the relative bound: mean |g| over the design, floored at 1e-2 (the
+    standardized units' own scale is 1)."""
+    g = constraint_function(fit, con, design)
+    return max(float(np.mean(np.abs(g))), 1e-2)
+
+
+# ---- the certified-shape predictor -----------------------------------------------------------------
+@dataclass
+class Correction:
+    """h(u) = scale * (f(u) + sum_p lin_p (u_p - a_p) + quad_p (u_p - a_p)^2) + shift."""
+
+    lin: np.ndarray
+    quad: np.ndarray
+    anchor: np.ndarray
+    scale: float = 1.0
+    shift: float = 0.0
+
+    @classmethod
+    def identity(cls, p: int) -> Correction:
+        return cls(np.zeros(p), np.zeros(p), np.zeros(p))
+
+    def is_identity(self) -> bool:
+        return (not np.any(self.lin) and not np.any(self.quad) and self.scale == 1.0
+                and self.shift == 0.0)
+
+    def terms(self, U):
+        """(value, gradient, diagonal Hessian) of the polynomial part at the rows of U."""
+        D = U - self.anchor
+        return (D @ self.lin + (D * D) @ self.quad, self.lin + 2.0 * self.quad * D,
+                2.0 * self.quad)
+
+    def range(self, lo, hi) -> tuple[float, float]:
+        """Min and max of the polynomial part over the box (separable: per coordinate, at
+        the ends or the vertex)."""
+        mn = mx = 0.0
+        for j in range(lo.shape[0]):
+            a, b, c = self.lin[j], self.quad[j], self.anchor[j]
+            cands = [lo[j] - c, hi[j] - c]
+            if b != 0.0:
+                v = -a / (2.0 * b)
+                if lo[j] - c <= v <= hi[j] - c:
+                    cands.append(v)
+            vals = [a * x + b * x * x for x in cands]
+            mn += min(vals)
+            mx += max(vals)
+        return mn, mx
+
+    def to_arrays(self) -> np.ndarray:
+        return np.vstack([self.lin, self.quad, self.anchor,
+                          np.full_like(self.lin, self.scale), np.full_like(self.lin, self.shift)])
+
+    @classmethod
+    def from_arrays(cls, A: np.ndarray) -> Correction:
+        return cls(A[0].copy(), A[1].copy(), A[2].copy(), float(A[3, 0]), float(A[4, 0]))
+
+
+def build_correction(constraints: list[ShapeConstraint], bounds: list[float], box) -> Correction:
+    """The smallest correction the bounds prove sufficient (module docstring); ``bounds``:
+    the certified (or sampled) lower bound of each constraint function, standardized."""
+    lo, hi = box
+    p = lo.shape[0]
+    corr = Correction.identity(p)
+    corr.anchor = 0.5 * (lo + hi)
+    mono = np.zeros(p)
+    for con in constraints:
+        if con.kind == "derivative":
+            mono[con.features[0]] = con.sign
+    for con, b in zip(constraints, bounds, strict=True):
+        e = max(0.0, -b)
+        if con.kind == "derivative" and e > 0:
+            corr.lin[con.features[0]] += con.sign * e
+        elif con.kind == "hessian":
+            for j in con.features:
+                if mono[j] != 0:
+                    corr.anchor[j] = lo[j] if mono[j] * con.sign > 0 else hi[j]
+            if e > 0:
+                corr.quad[list(con.features)] += con.sign * 0.5 * e
+    # the bounds, after the shape corrections
+    vlo = vhi = None
+    cmin, cmax = corr.range(lo, hi)
+    for con, b in zip(constraints, bounds, strict=True):
+        if con.kind != "value":
+            continue
+        if con.sign > 0:  # f >= offset: min(f + c) - offset >= b + cmin
+            vlo = (con.offset, b + cmin)
+        else:  # f <= offset: offset - max(f + c) >= b - cmax
+            vhi = (con.offset, b - cmax)
+    if vlo is not None and vhi is not None:
+        (L, bl), (U, bu) = vlo, vhi
+        if bl < 0 or bu < 0:
+            # values proved in [L + min(bl, 0), U - min(bu, 0)]: map that interval onto [L, U]
+            a, b_ = L + min(bl, 0.0), U - min(bu, 0.0)
+            corr.scale = (U - L) / (b_ - a)
+            corr.shift = L - corr.scale * a
+    elif vlo is not None and vlo[1] < 0:
+        corr.shift = -vlo[1]
+    elif vhi is not None and vhi[1] < 0:
+        corr.shift = vhi[1]
+    return corr

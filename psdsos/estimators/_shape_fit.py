@@ -1,0 +1,324 @@
+"""The fit of :class:`psdsos.ShapeConstrainedRegressor`: constraints, problem, exchange.
+
+Everything here works in the standardized units of the estimator (u = (x - x_offset_) /
+x_scale_, the kernel of bandwidth 1; t = (y - y_offset_) / y_scale_).
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.linalg as sla
+from scipy.optimize import minimize
+
+from psdsos.estimators._convex_certify import sobol_points
+from psdsos.estimators._shape_problem import (
+    ShapeConstraint,
+    ShapeRegressionProblem,
+    constraint_map,
+)
+from psdsos.features import ExactFeatures, cholesky_with_jitter
+from psdsos.solvers import solve_cvxpy, solve_dual
+from psdsos.sos._compress import combine_blocks, compress_block, row_scales
+
+__all__: list[str] = []
+
+#: Points of the exchange's search design per feature (scrambled Sobol, plus the corners).
+DESIGN_POINTS = 512
+
+
+# ---- the constraints --------------------------------------------------------------------------
+def feature_list(value: Any, name: str, p: int) -> list[int]:
+    """The features a shape parameter names: None -> [], True -> all, an int or a list of
+    ints -> those (each in 0..p-1, no repeats)."""
+    if value is None or value is False:
+        return []
+    if value is True:
+        return list(range(p))
+    items = [value] if isinstance(value, numbers.Integral) else value
+    try:
+        items = list(items)
+    except TypeError:
+        raise ValueError(f"{name} must be None, True or a list of feature indices, "
+                         f"got {value!r}") from None
+    out: list[int] = []
+    for i in items:
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, numbers.Integral):
+            raise ValueError(f"{name} must hold feature indices (integers), got {i!r}")
+        j = int(i)
+        if not 0 <= j < p:
+            raise ValueError(f"{name} holds feature index {j}, outside 0..{p - 1} "
+                             f"({p} features)")
+        if j in out:
+            raise ValueError(f"{name} names feature {j} twice")
+        out.append(j)
+    if not out:
+        raise ValueError(f"{name} must name at least one feature (or be None), got {value!r}")
+    return out
+
+
+def constraint_name(kind: str, features: list[int]) -> str:
+    """A readable name, e.g. 'increasing[0]', 'concave[0,1]', 'lower'."""
+    return kind if not features else f"{kind}[{','.join(str(j) for j in features)}]"
+
+
+def parse_constraints(est: Any, p: int) -> list[ShapeConstraint]:
+    """The constraints of the parameters, in standardized units (offsets of the bounds)."""
+    inc = feature_list(est.increasing, "increasing", p)
+    dec = feature_list(est.decreasing, "decreasing", p)
+    cvx = feature_list(est.convex, "convex", p)
+    ccv = feature_list(est.concave, "concave", p)
+    both = sorted(set(inc) & set(dec))
+    if both:
+        raise ValueError(f"features {both} are both increasing and decreasing (the fit would be "
+                         "constant in them); drop them from one of the lists")
+    both = sorted(set(cvx) & set(ccv))
+    if both:
+        raise ValueError(f"features {both} are both convex and concave (the fit would be affine "
+                         "in them); drop them from one of the lists")
+    out = [ShapeConstraint("derivative", (j,), 1.0, name=constraint_name("increasing", [j]))
+           for j in inc]
+    out += [ShapeConstraint("derivative", (j,), -1.0, name=constraint_name("decreasing", [j]))
+            for j in dec]
+    if cvx:
+        out.append(ShapeConstraint("hessian", tuple(cvx), 1.0,
+                                   name=constraint_name("convex", cvx)))
+    if ccv:
+        out.append(ShapeConstraint("hessian", tuple(ccv), -1.0,
+                                   name=constraint_name("concave", ccv)))
+    lo, hi = est.lower, est.upper
+    if lo is not None and hi is not None and not lo < hi:
+        raise ValueError(f"lower must be < upper, got lower={lo!r}, upper={hi!r}")
+    if lo is not None:
+        out.append(ShapeConstraint("value", (), 1.0, (lo - est.y_offset_) / est.y_scale_,
+                                   name="lower"))
+    if hi is not None:
+        out.append(ShapeConstraint("value", (), -1.0, (hi - est.y_offset_) / est.y_scale_,
+                                   name="upper"))
+    return out
+
+
+def unit_factor(con: ShapeConstraint, est: Any) -> float:
+    """From the standardized units of g to the user's: y_scale_ / x_scale_**order."""
+    order = {"value": 0, "derivative": 1, "hessian": 2}[con.kind]
+    return float(est.y_scale_ / est.x_scale_**order)
+
+
+# ---- the fitted function in standardized units ----------------------------------------------
+@dataclass
+class Fit:
+    """f(u) = beta_0 + beta^T u + sum_l alpha_l k(u, c_l) in standardized units."""
+
+    kernel: Any
+    C: np.ndarray
+    alpha: np.ndarray
+    beta: np.ndarray  # (1 + p,) or empty
+
+    def value(self, U):
+        f = self.kernel(U, self.C) @ self.alpha
+        return f + (self.beta[0] + U @ self.beta[1:] if self.beta.size else 0.0)
+
+    def gradient(self, U):
+        g = np.einsum("mip,i->mp", self.kernel.gradient(U, self.C), self.alpha)
+        return g + (self.beta[1:] if self.beta.size else 0.0)
+
+    def hessian(self, U):
+        return self.kernel.hessian_sum(U, self.C, self.alpha)
+
+    def norm(self) -> float:
+        """||f_k||_H, the kernel part's RKHS norm."""
+        a = self.alpha
+        return float(np.sqrt(max(float(a @ self.kernel(self.C, self.C) @ a), 0.0)))
+
+
+def constraint_function(fit: Fit, con: ShapeConstraint, U: np.ndarray,
+                        chunk: int = 2048) -> np.ndarray:
+    """g(u) at the rows of U: s (f - b), s d_p f, or lambda_min(s Hess_S f)."""
+    out = np.empty(U.shape[0])
+    for i in range(0, U.shape[0], chunk):
+        V = U[i:i + chunk]
+        if con.kind == "value":
+            out[i:i + chunk] = con.sign * (fit.value(V) - con.offset)
+        elif con.kind == "derivative":
+            out[i:i + chunk] = con.sign * fit.gradient(V)[:, con.features[0]]
+        else:
+            S = list(con.features)
+            H = fit.hessian(V)[:, S][:, :, S]
+            out[i:i + chunk] = np.linalg.eigvalsh(con.sign * H)[:, 0]
+    return out
+
+
+# ---- the problem --------------------------------------------------------------------------------
+@dataclass
+class ShapeData:
+    """What the problem is built from (standardized units)."""
+
+    kernel: Any
+    C: np.ndarray  # centres
+    R: np.ndarray  # K_CC = R^T R
+    M: np.ndarray  # fit matrix in w = (beta, v)
+    t: np.ndarray
+    n: int
+    e: int
+    moments: tuple[float, float]
+    box: tuple[np.ndarray, np.ndarray]
+    points: list[np.ndarray] = field(default_factory=list)  # per constraint
+
+
+def shape_data(est: Any, kernel_u: Any, U: np.ndarray, t: np.ndarray, w: np.ndarray | None,
+               C: np.ndarray) -> ShapeData:
+    """The data term in the coordinates w = (beta, v), v = R alpha: rows S [E, K R^{-1}]
+    (f on the training points) or their compressed QR factor (f on landmarks)."""
+    n = U.shape[0]
+    R, _ = cholesky_with_jitter(kernel_u(C, C))
+    e = U.shape[1] + 1 if est.fit_intercept else 0
+    sw = row_scales(w, n)
+    tc = t - t.mean() if est.fit_intercept else t
+    moments = (float(tc @ tc), float(t @ t))
+    if C is U:
+        E = np.hstack([np.ones((n, 1)), U]) if e else np.zeros((n, 0))
+        M = np.hstack([E, R.T])
+        tt = t
+        if sw is not None:
+            M, tt = sw[:, None] * M, sw * t
+    else:
+        T = combine_blocks([compress_block(kernel_u, U, C, R, t, est.fit_intercept, sw)],
+                           e + C.shape[0] + 1)
+        M, tt = T[:, :-1], T[:, -1]
+    lo, hi = U.min(axis=0), U.max(axis=0)
+    return ShapeData(kernel_u, C, R, M, tt, n, e, moments, (lo, hi))
+
+
+def default_points(box, m: int, random_state: Any) -> np.ndarray:
+    """m scrambled Sobol points of the box and its corners (p <= 6)."""
+    lo, hi = box
+    p = lo.shape[0]
+    Z = sobol_points(lo, hi, m, random_state)
+    if p <= 6:
+        corners = np.array(np.meshgrid(*[[a, b] for a, b in zip(lo, hi, strict=True)],
+                                       indexing="ij")).reshape(p, -1).T
+        Z = np.vstack([corners, Z])
+    return np.unique(Z, axis=0)
+
+
+def build_problem(est: Any, data: ShapeData,
+                  constraints: list[ShapeConstraint]) -> ShapeRegressionProblem:
+    """The multi-block problem with the current points of each constraint."""
+    blocks = []
+    for con, Z in zip(constraints, data.points, strict=True):
+        L, c = constraint_map(con, data.kernel, data.C, data.R, Z, est.fit_intercept)
+        Phi = ExactFeatures(data.kernel).fit(Z).transform(Z)
+        blocks.append((con, L, c, Phi))
+    return ShapeRegressionProblem(data.M, data.t, data.n, data.e, est.rho, est.lam1, est.lam2,
+                                  blocks, moments=data.moments)
+
+
+@dataclass
+class Solution:
+    w: np.ndarray
+    B: list[np.ndarray]
+    G: list[np.ndarray] | None
+    objective: float
+    n_iter: int
+    gap: float
+    residual: float
+
+
+def solve(est: Any, problem: ShapeRegressionProblem,
+          init: list[np.ndarray] | None) -> Solution:
+    """Solve the problem with the estimator's solver (dual: warm start ``init``)."""
+    if est.solver == "primal":
+        prob, wv, sos = problem.cvxpy_problem()
+        solve_cvxpy(prob, solver=est.primal_solver, tol=min(est.tol, 1e-8),
+                    verbose=est.verbose)
+        w = np.asarray(wv.value, dtype=np.float64)
+        B = [0.5 * (np.asarray(b.B.value) + np.asarray(b.B.value).T) for b in sos]
+        return Solution(w, B, None, problem.objective(w, B), 0, float("nan"),
+                        problem.constraint_residual(w, B))
+    res = solve_dual(problem, tol=est.tol, max_iter=est.max_iter, init=init,
+                     verbose=est.verbose)
+    G = list(res.G)
+    w = problem.recover(G)
+    return Solution(w, list(res.B), G, float(res.primal_objective), int(res.n_iter),
+                    float(res.dual_gap), problem.constraint_residual(w, list(res.B)))
+
+
+def ridge_solution(data: ShapeData, rho: float) -> np.ndarray:
+    """The unconstrained minimizer of ||t - M w||^2 / n + rho ||v||^2 (no constraint)."""
+    nw = data.M.shape[1]
+    H = data.M.T @ data.M / data.n
+    H[np.arange(data.e, nw), np.arange(data.e, nw)] += rho
+    H[np.arange(data.e), np.arange(data.e)] += 1e-14 * max(1.0, float(np.trace(H)) / nw)
+    return sla.solve(0.5 * (H + H.T), data.M.T @ data.t / data.n, assume_a="pos")
+
+
+def fit_of(data: ShapeData, w: np.ndarray) -> Fit:
+    """The fitted function of the coefficients w = (beta, v)."""
+    alpha = sla.solve_triangular(data.R, w[data.e:], lower=False)
+    return Fit(data.kernel, data.C, alpha, np.asarray(w[:data.e], dtype=np.float64))
+
+
+# ---- the exchange method ---------------------------------------------------------------------------
+def most_violated(fit: Fit, con: ShapeConstraint, design: np.ndarray, box, threshold: float,
+                  n_add: int, n_local: int = 3) -> tuple[np.ndarray, float, np.ndarray]:
+    """Points where g < threshold: the worst design points (at most n_add, spread out)
+    and the local minima found from the best n_local of them (L-BFGS-B in the box).
+
+    Returns
+    -------
+    points : ndarray (k, p)
+    g_min : float
+        The smallest value of g found (design and local searches).
+    argmin : ndarray (p,)
+    """
+    g = constraint_function(fit, con, design)
+    order = np.argsort(g)
+    lo, hi = box
+    best_x, best_g = design[order[0]].copy(), float(g[order[0]])
+    found = []
+    for i in order[:n_local]:
+        res = minimize(lambda u: float(constraint_function(fit, con, u[None, :])[0]),
+                       design[i], method="L-BFGS-B",
+                       bounds=list(zip(lo, hi, strict=True)), options={"maxiter": 50})
+        if res.fun < best_g:
+            best_x, best_g = np.asarray(res.x, dtype=np.float64), float(res.fun)
+        if res.fun < threshold:
+            found.append(np.asarray(res.x, dtype=np.float64))
+    spread = 0.05 * float(np.max(hi - lo)) if np.any(hi > lo) else 0.0
+    for i in order:
+        if g[i] >= threshold or len(found) >= n_add + n_local:
+            break
+        if all(np.max(np.abs(design[i] - z)) > spread for z in found):
+            found.append(design[i])
+    pts = np.array(found).reshape(-1, design.shape[1])
+    return pts, best_g, best_x
+
+
+def add_points(Z: np.ndarray, new: np.ndarray, box) -> np.ndarray:
+    """Z with the rows of new that are not (nearly) already in it."""
+    lo, hi = box
+    tol = 1e-6 * max(float(np.max(hi - lo)), 1.0)
+    keep = [z for z in new if np.min(np.max(np.abs(Z - z), axis=1)) > tol]
+    return np.vstack([Z, *keep]) if keep else Z
+
+
+def pad_dual(G: list[np.ndarray] | None, points: list[np.ndarray],
+             constraints: list[ShapeConstraint]) -> list[np.ndarray] | None:
+    """The warm start after points were added: Gamma_k padded with zero matrices."""
+    if G is None:
+        return None
+    out = []
+    for Gk, Z, con in zip(G, points, constraints, strict=True):
+        extra = Z.shape[0] - Gk.shape[0]
+        out.append(np.concatenate([Gk, np.zeros((extra, con.d, con.d))]) if extra else Gk)
+    return out
+
+
+def warn_convergence(message: str) -> None:
+    from sklearn.exceptions import ConvergenceWarning
+
+    warnings.warn(message, ConvergenceWarning, stacklevel=3)
