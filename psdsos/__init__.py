@@ -13,6 +13,7 @@ from psdsos.estimators import (
     KernelRidgeRegressor,
     PiecewiseLinearConvexRegressor,
     PSDRegressor,
+    ShapeConstrainedRegressor,
     load,
 )
 from psdsos.structured import KRLSEstimator, SELFEstimator  # also registers them for load
@@ -23,6 +24,7 @@ __all__ = [
     "ConvexRegressor",
     "KernelRidgeRegressor",
     "PSDRegressor",
+    "ShapeConstrainedRegressor",
     "PiecewiseLinearConvexRegressor",
     "SELFEstimator",
     "KRLSEstimator",

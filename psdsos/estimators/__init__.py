@@ -9,10 +9,18 @@ from psdsos.estimators._convex import (
 )
 from psdsos.estimators._krr import KernelRidgeRegressor
 from psdsos.estimators._psd import PSDRegressor
+from psdsos.estimators._shape import (
+    ShapeCertificate,
+    ShapeConstrainedRegressor,
+    UncertifiedShapeWarning,
+)
 
 __all__ = [
     "PSDRegressor",
     "ConvexRegressor",
+    "ShapeConstrainedRegressor",
+    "ShapeCertificate",
+    "UncertifiedShapeWarning",
     "PiecewiseLinearConvexRegressor",
     "KernelRidgeRegressor",
     "NonConvexFitWarning",

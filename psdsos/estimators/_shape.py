@@ -438,3 +438,73 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
             c = self._correction
             H = c.scale * (H + np.diag(c.terms(U)[2])[None])
         return (self.y_scale_ / self.x_scale_**2) * H
+
+    # ---- persistence (psdsos.load): n centres, p features ---------------------------------------
+    _saved_fitted_attr = "alpha_"
+    _fitted_arrays = {
+        "X_fit": SavedArray(("n", "p")), "alpha": SavedArray(("n",)),
+        "coef": SavedArray(("p",)), "x_offset": SavedArray(("p",)),
+        "x_box": SavedArray((2, "p")),
+        "correction?": SavedArray((5, "p"), attr=""),
+    }
+    _fitted_scalars = {
+        "intercept_": "real", "objective_": "real*", "n_iter_": "int", "dual_gap_": "real*",
+        "constraint_residual_": "real*", "n_exchange_": "int", "correction_": "real",
+        "kernel": SavedScalar("str", ""), "sigma": SavedScalar("real", ""),
+        "x_scale_": "real", "y_offset_": "real", "y_scale_": "real",
+    }
+    _saved_meta = {"certificate": "dict", "constraint_points": "dict"}
+
+    def save(self, path: PathLike, *, metadata: dict | None = None) -> None:
+        """Save to ``path`` (.npz + JSON metadata; never pickle), certificates included.
+
+        ``metadata``: optional JSON-able dict stored alongside (e.g. column names).
+        """
+        self._save(path, metadata)
+
+    def _saved_param_values(self):
+        cp_ = self.constraint_points
+        if cp_ is not None and not isinstance(cp_, numbers.Integral):
+            return {"constraint_points": np.asarray(cp_, dtype=np.float64)}
+        return {}
+
+    def _saved_extra(self):
+        return {"correction": self._correction.to_arrays()}, {
+            "fitted": {"kernel": self.kernel_.name, "sigma": float(self.kernel_.sigma)},
+            "certificate": {k: v.as_dict() for k, v in self.certificate_.items()},
+            "constraint_points": {k: np.asarray(v).tolist()
+                                  for k, v in self.constraint_points_.items()},
+        }
+
+    def _restore_saved(self, arrays, meta, source):
+        from psdsos.estimators._convex_fit import unit_kernel as _unit
+
+        f = meta["fitted"]
+        self.kernel_ = get_kernel(f["kernel"], f["sigma"])
+        box = np.asarray(self.x_box_, dtype=np.float64)
+        if np.any(box[0] > box[1]):
+            raise ValueError(f"array 'x_box' in {source} must hold rows min <= max")
+        p = self.X_fit_.shape[1]
+        self.n_features_in_ = p
+        sy, sx = self.y_scale_, self.x_scale_
+        if not (sy > 0 and sx > 0):
+            raise ValueError(f"{source}: x_scale_ and y_scale_ must be > 0")
+        if self.fit_intercept:
+            beta = np.concatenate([[(self.intercept_ + self.coef_ @ self.x_offset_
+                                     - self.y_offset_) / sy], self.coef_ * sx / sy])
+        else:
+            beta = np.zeros(0)
+        self._fit_u = sf.Fit(_unit(self.kernel_), (self.X_fit_ - self.x_offset_) / sx,
+                             self.alpha_ / sy, beta)
+        self._correction = (Correction.from_arrays(np.asarray(arrays["correction"], float))
+                            if "correction" in arrays else Correction.identity(p))
+        try:
+            self.certificate_ = {str(k): ShapeCertificate(**v)
+                                 for k, v in meta["certificate"].items()}
+            self.constraint_points_ = {str(k): np.asarray(v, dtype=np.float64).reshape(-1, p)
+                                       for k, v in meta["constraint_points"].items()}
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{source}: malformed certificate or constraint points: "
+                             f"{exc}") from None
+        self._constraints = sf.parse_constraints(self, p)
+        self.B_ = []
