@@ -1,0 +1,192 @@
+"""ShapeConstrainedRegressor: the multi-block problem against CVXPY, parameters, persistence."""
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.utils.estimator_checks import check_estimator
+
+import psdsos
+from psdsos import ConvexRegressor, ShapeConstrainedRegressor
+from psdsos.estimators import UncertifiedShapeWarning
+from psdsos.estimators._shape_problem import (
+    ShapeConstraint,
+    ShapeRegressionProblem,
+    constraint_map,
+)
+from psdsos.features import ExactFeatures, cholesky_with_jitter
+from psdsos.kernels import get_kernel
+from psdsos.solvers import solve_dual
+
+
+def _data(n=50, p=2, seed=0, noise=0.1):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 1, (n, p))
+    y = np.sum(np.sqrt(X + 0.1), axis=1) + noise * rng.standard_normal(n)
+    return X, y
+
+
+def _primal_reference(problem):
+    """The CVXPY primal of the same problem, Clarabel at tight tolerance."""
+    prob, w, sos = problem.cvxpy_problem()
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11,
+               max_iter=500)
+    return float(prob.value), np.asarray(w.value)
+
+
+CONSTRAINT_SETS = {
+    "increasing": [ShapeConstraint("derivative", (0,), 1.0)],
+    "decreasing+convex": [ShapeConstraint("derivative", (1,), -1.0),
+                          ShapeConstraint("hessian", (0, 1), 1.0)],
+    "concave[0]+bounds": [ShapeConstraint("hessian", (0,), -1.0),
+                          ShapeConstraint("value", (), 1.0, offset=-0.5),
+                          ShapeConstraint("value", (), -1.0, offset=1.5)],
+    "increasing+concave": [ShapeConstraint("derivative", (0,), 1.0),
+                           ShapeConstraint("derivative", (1,), 1.0),
+                           ShapeConstraint("hessian", (0, 1), -1.0)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONSTRAINT_SETS))
+@pytest.mark.parametrize("intercept", [True, False])
+def test_dual_matches_cvxpy_primal(name, intercept):
+    """Every combination: the multi-block dual reaches the CVXPY primal's optimum (same points)."""
+    rng = np.random.default_rng(1)
+    n, p = 30, 2
+    X = rng.uniform(-1, 1, (n, p))
+    y = np.tanh(2 * X[:, 0]) - X[:, 1] ** 2 + 0.1 * rng.standard_normal(n)
+    y = y - y.mean()
+    k = get_kernel("gaussian", 0.8)
+    R, _ = cholesky_with_jitter(k(X, X))
+    E = np.hstack([np.ones((n, 1)), X]) if intercept else np.zeros((n, 0))
+    blocks = []
+    for con in CONSTRAINT_SETS[name]:
+        Z = rng.uniform(-1, 1, (10, p))
+        L, c = constraint_map(con, k, X, R, Z, intercept)
+        blocks.append((con, L, c, ExactFeatures(k).fit(Z).transform(Z)))
+    problem = ShapeRegressionProblem(np.hstack([E, R.T]), y, n, E.shape[1], 1e-3, 1e-3, 1e-2,
+                                     blocks)
+    tol = 1e-9
+    res = solve_dual(problem, tol=tol, max_iter=20000)
+    assert res.converged
+    w = problem.recover(list(res.G))
+    obj = problem.objective(w, list(res.B))
+    ref, w_ref = _primal_reference(problem)
+    assert abs(obj - ref) <= 1e-6 * abs(ref)
+    assert problem.constraint_residual(w, list(res.B)) <= 1e-6
+    # the coefficients agree as far as the objective's curvature determines them
+    assert np.linalg.norm(problem.M @ (w - w_ref)) <= 1e-3 * np.linalg.norm(problem.M @ w_ref)
+    # the SoS matrices are PSD
+    for B in res.B:
+        assert np.linalg.eigvalsh(B)[0] >= -1e-10 * max(1.0, np.abs(B).max())
+
+
+@pytest.mark.parametrize("kw", [dict(increasing=True, concave=True),
+                                dict(decreasing=[1], convex=[0], lower=0.0),
+                                dict(increasing=[0], upper=3.0)])
+def test_estimator_dual_equals_primal(kw):
+    """The estimator's two solvers fit the same function (same points, no exchange)."""
+    X, y = _data()
+    common = dict(certify=False, constraint_points=12, random_state=0, **kw)
+    a = ShapeConstrainedRegressor(solver="dual", tol=1e-9, **common).fit(X, y)
+    b = ShapeConstrainedRegressor(solver="primal", tol=1e-9, **common).fit(X, y)
+    assert abs(a.objective_ - b.objective_) <= 1e-6 * abs(b.objective_)
+    scale = np.std(y)
+    assert np.max(np.abs(a.predict(X, raw=True) - b.predict(X, raw=True))) <= 1e-3 * scale
+
+
+def test_all_convex_is_convex_regressor():
+    """convex=True alone is ConvexRegressor's eq. (28) with the same points."""
+    X, y = _data(60)
+    Z = np.random.default_rng(3).uniform(0, 1, (30, 2))
+    a = ConvexRegressor(constraint_points=Z, tol=1e-9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a.fit(X, y)
+    b = ShapeConstrainedRegressor(convex=True, constraint_points=Z, certify=False,
+                                  tol=1e-9).fit(X, y)
+    assert abs(a.objective_ - b.objective_) <= 1e-6 * a.objective_
+    assert np.max(np.abs(a.predict(X) - b.predict(X, raw=True))) <= 1e-5 * np.std(y)
+
+
+def test_no_constraint_is_kernel_ridge():
+    """Without constraints the fit is the ridge with an unpenalized affine part."""
+    X, y = _data(40)
+    est = ShapeConstrainedRegressor(rho=1e-2).fit(X, y)
+    assert est.certificate_ == {}
+    # normal equations of the standardized problem: gradient of the objective is 0
+    from psdsos.estimators._shape_fit import shape_data
+    from psdsos.estimators._convex_fit import unit_kernel
+
+    U = (X - est.x_offset_) / est.x_scale_
+    t = (y - est.y_offset_) / est.y_scale_
+    data = shape_data(est, unit_kernel(est.kernel_), U, t, None, U)
+    w = np.concatenate([est._fit_u.beta, data.R @ est._fit_u.alpha])
+    grad = -2 * data.M.T @ (data.t - data.M @ w) / data.n
+    grad[data.e:] += 2 * est.rho * w[data.e:]
+    assert np.linalg.norm(grad) <= 1e-8 * np.linalg.norm(data.M.T @ data.t / data.n)
+
+
+def test_predict_gradient_hessian_consistent():
+    """predict, gradient and hessian describe one function (finite differences), raw or not."""
+    X, y = _data(50)
+    est = ShapeConstrainedRegressor(increasing=True, concave=True, lower=1.0,
+                                    random_state=0).fit(X, y)
+    rng = np.random.default_rng(5)
+    P = rng.uniform(0.1, 0.9, (5, 2))
+    h = 1e-5
+    for raw in (False, True):
+        g = est.gradient(P, raw=raw)
+        H = est.hessian(P, raw=raw)
+        for j in range(2):
+            e = np.zeros(2)
+            e[j] = h
+            fd = (est.predict(P + e, raw=raw) - est.predict(P - e, raw=raw)) / (2 * h)
+            np.testing.assert_allclose(g[:, j], fd, rtol=1e-5, atol=1e-6)
+            fdg = (est.gradient(P + e, raw=raw) - est.gradient(P - e, raw=raw)) / (2 * h)
+            np.testing.assert_allclose(H[:, :, j], fdg, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(increasing=[0], decreasing=[0]), "both increasing and decreasing"),
+    (dict(convex=[0, 1], concave=[1]), "both convex and concave"),
+    (dict(increasing=[2]), "increasing holds feature index 2"),
+    (dict(increasing=[0, 0]), "names feature 0 twice"),
+    (dict(convex=[]), "at least one feature"),
+    (dict(lower=2.0, upper=1.0), "lower must be < upper"),
+    (dict(lower=float("nan")), "lower"),
+    (dict(increasing="a"), "feature indices"),
+    (dict(convex=[0.5]), "feature indices"),
+    (dict(increasing=[0], constraint_points=np.zeros((3, 5))), "constraint_points"),
+])
+def test_bad_parameters(kw, match):
+    X, y = _data(20)
+    with pytest.raises(ValueError, match=match):
+        ShapeConstrainedRegressor(**kw).fit(X, y)
+
+
+def test_save_load_keeps_certificate(tmp_path):
+    X, y = _data(50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UncertifiedShapeWarning)
+        est = ShapeConstrainedRegressor(increasing=[0], concave=[0, 1], upper=4.0,
+                                        random_state=0).fit(X, y)
+    path = os.path.join(tmp_path, "shape.npz")
+    est.save(path, metadata={"columns": ["a", "b"]})
+    back = psdsos.load(path)
+    assert back.certificate_ == est.certificate_
+    assert set(back.constraint_points_) == set(est.constraint_points_)
+    P = np.random.default_rng(0).uniform(0, 1, (7, 2))
+    for raw in (False, True):
+        np.testing.assert_allclose(back.predict(P, raw=raw), est.predict(P, raw=raw),
+                                   rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(back.hessian(P, raw=raw), est.hessian(P, raw=raw),
+                                   rtol=1e-10, atol=1e-10)
+
+
+def test_sklearn_estimator_checks():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_estimator(ShapeConstrainedRegressor(increasing=[0], certify=False,
+                                                  max_iter=2000))
