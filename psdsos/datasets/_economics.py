@@ -42,7 +42,7 @@ def load_engel(return_X_y: bool = False) -> dict[str, Any] | tuple[np.ndarray, n
     Parameters
     ----------
     return_X_y : bool, default=False
-        Return ``(X, y)`` instead of a dict.
+        If True, return the pair ``(X, y)``; if False, a dict (below).
 
     Returns
     -------
@@ -101,7 +101,7 @@ def load_production(return_X_y: bool = False, *,
     Parameters
     ----------
     return_X_y : bool, default=False
-        Return ``(X, y)`` instead of a dict.
+        If True, return the pair ``(X, y)``; if False, a dict (below).
     log : bool, default=False
         Return the natural logarithms of the inputs and of the output (all positive).
 
