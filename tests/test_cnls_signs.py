@@ -8,6 +8,7 @@ with Clarabel.
 import cvxpy as cp
 import numpy as np
 import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from psdsos import load
 from psdsos.datasets import load_engel
@@ -202,3 +203,15 @@ def test_signed_estimator_passes_clone_and_get_params():
     m = PiecewiseLinearConvexRegressor(increasing=[0, 2], decreasing=[1])
     c = clone(m)
     assert c.get_params()["increasing"] == [0, 2] and c.get_params()["decreasing"] == [1]
+
+
+# ---- scikit-learn contract with signs -----------------------------------------------------
+# the same expected failure as the unsigned estimator (tests/test_cnls.py): predictions at rows
+# of weight 0 use the non-unique max-affine extension
+@parametrize_with_checks([PiecewiseLinearConvexRegressor(increasing=True)],
+                         expected_failed_checks=lambda est: {
+                             "check_sample_weight_equivalence_on_dense_data":
+                                 "predictions at rows of weight 0 use the non-unique "
+                                 "max-affine extension"})
+def test_sklearn_compatible_with_signs(estimator, check):
+    check(estimator)
