@@ -180,6 +180,7 @@ def test_save_load_round_trip(tmp_path, increasing, decreasing):
 @pytest.mark.parametrize("params, match", [
     ({"increasing": [2]}, "increasing .*index 2, out of range for 2 feature"),
     ({"decreasing": [0, 5]}, "decreasing .*index 5"),
+    ({"decreasing": [1e300]}, "decreasing .*index 1000000"),
     ({"increasing": [-1]}, "increasing"),
     ({"increasing": [0.5]}, "increasing"),
     ({"increasing": "0"}, "increasing"),

@@ -76,7 +76,8 @@ class _FeatureSubset:
 
 def _feature_indices(value, name, owner, n_features):
     """Sorted unique indices of ``value`` (see :class:`_FeatureSubset`), all features for
-    ``True``, none for ``None`` / ``False``; with ``n_features``, indices must be below it."""
+    ``True``, none for ``None`` / ``False``, each below ``n_features``; with ``n_features=None``
+    only the form is checked."""
     if value is None or isinstance(value, (bool, np.bool_)):
         if value and n_features is not None:
             return np.arange(n_features)
@@ -97,13 +98,14 @@ def _feature_indices(value, name, owner, n_features):
         raise ValueError(f"{what}, got {value!r}") from None
     if A.ndim != 1 or not np.all(np.isfinite(A)) or np.any(A != np.round(A)) or np.any(A < 0):
         raise ValueError(f"{what}, got {value!r}")
-    idx = np.unique(A.astype(np.intp))
-    if n_features is not None and idx.size and idx[-1] >= n_features:
+    if n_features is None:  # the check of _FeatureSubset (no range yet)
+        return A
+    if A.size and A.max() >= n_features:
         raise ValueError(
-            f"{name} of {owner} holds the feature index {int(idx[-1])}, out of range for "
+            f"{name} of {owner} holds the feature index {int(A.max())}, out of range for "
             f"{n_features} feature(s) (indices 0 to {n_features - 1})"
         )
-    return idx
+    return np.unique(A.astype(np.intp))
 
 
 def _feature_signs(increasing, decreasing, owner, n_features):
