@@ -7,6 +7,10 @@
 - :func:`make_fingerprints`, :func:`sobel_orientation`: fingerprint-like images and their
   ridge orientations (localized structured prediction paper, section 6.2).
 - :func:`load_glass`: the forensic glass data, bundled (label ranking, Blondel 2019, Tables 1-2).
+- :func:`load_engel`, :func:`load_production`: real economic data with a known shape, bundled
+  (an Engel curve, increasing and concave; US state production, increasing and concave).
+- :func:`make_option_prices`, :func:`black_scholes_call`: noisy Black-Scholes call quotes,
+  convex and decreasing in the strike.
 
 Randomness only through ``psdsos._validation.check_random_state`` (never the global numpy RNG).
 """
@@ -17,14 +21,27 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from psdsos._validation import RandomStateLike, check_array_2d, check_random_state, check_scalar
+from psdsos.datasets._economics import (
+    ENGEL_FEATURES,
+    PRODUCTION_FEATURES,
+    load_engel,
+    load_production,
+)
 from psdsos.datasets._fingerprints import make_fingerprints, sobel_orientation
 from psdsos.datasets._geodesic import bures_geodesic_endpoints, make_bures_geodesic
 from psdsos.datasets._glass import GLASS_CLASSES, GLASS_FEATURES, load_glass
+from psdsos.datasets._options import black_scholes_call, make_option_prices
 
 __all__ = [
+    "ENGEL_FEATURES",
     "GLASS_CLASSES",
     "GLASS_FEATURES",
+    "PRODUCTION_FEATURES",
+    "black_scholes_call",
+    "load_engel",
     "load_glass",
+    "load_production",
+    "make_option_prices",
     "bures_geodesic_endpoints",
     "convex_regression_truth",
     "make_bures_geodesic",

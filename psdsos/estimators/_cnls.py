@@ -12,6 +12,7 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
+from collections.abc import Sequence
 
 import cvxpy as cp
 import numpy as np
@@ -62,6 +63,66 @@ class _NeighborsConstraint:
         if isinstance(value, str) and value.lower() == "auto":
             return
         Interval(numbers.Integral, 1, None).check(name, value, owner)
+
+
+class _FeatureSubset:
+    """``None``, a bool (``True``: every feature, ``False``: none) or a 1-D sequence of
+    non-negative feature indices (integers; whole-number floats, such as an index array read
+    back from a saved file, count as integers).  The range is checked in ``fit``."""
+
+    def check(self, name, value, owner):
+        _feature_indices(value, name, owner, None)
+
+
+def _feature_indices(value, name, owner, n_features):
+    """Sorted unique indices of ``value`` (see :class:`_FeatureSubset`), all features for
+    ``True``, none for ``None`` / ``False``, each below ``n_features``; with ``n_features=None``
+    only the form is checked."""
+    if value is None or isinstance(value, (bool, np.bool_)):
+        if value and n_features is not None:
+            return np.arange(n_features)
+        return np.zeros(0, dtype=np.intp)
+    what = (f"{name} of {owner} must be None, True, False or a list of feature indices "
+            "(integers >= 0)")
+    if isinstance(value, (str, bytes, dict, set)) or not hasattr(value, "__len__"):
+        raise ValueError(f"{what}, got {value!r}")
+    try:
+        items = list(value)
+    except TypeError:  # a 0-d array
+        raise ValueError(f"{what}, got {value!r}") from None
+    if any(isinstance(v, (bool, np.bool_)) for v in items):
+        raise ValueError(f"{what}, got {value!r}")
+    try:
+        A = np.asarray(items, dtype=np.float64) if items else np.zeros(0)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}, got {value!r}") from None
+    if A.ndim != 1 or not np.all(np.isfinite(A)) or np.any(A != np.round(A)) or np.any(A < 0):
+        raise ValueError(f"{what}, got {value!r}")
+    if n_features is None:  # the check of _FeatureSubset (no range yet)
+        return A
+    if A.size and A.max() >= n_features:
+        raise ValueError(
+            f"{name} of {owner} holds the feature index {int(A.max())}, out of range for "
+            f"{n_features} feature(s) (indices 0 to {n_features - 1})"
+        )
+    return np.unique(A.astype(np.intp))
+
+
+def _feature_signs(increasing, decreasing, owner, n_features):
+    """Per feature +1 (slopes >= 0), -1 (slopes <= 0) or 0 (free); a feature in both
+    ``increasing`` and ``decreasing`` is refused."""
+    inc = _feature_indices(increasing, "increasing", owner, n_features)
+    dec = _feature_indices(decreasing, "decreasing", owner, n_features)
+    both = np.intersect1d(inc, dec)
+    if both.size:
+        raise ValueError(
+            f"increasing and decreasing of {owner} both hold the feature(s) "
+            f"{both.tolist()}: a fit monotone both ways is constant in them; drop the "
+            "feature instead"
+        )
+    signs = np.zeros(n_features, dtype=np.int8)
+    signs[inc], signs[dec] = 1, -1
+    return signs
 
 
 def _row_blocks(n_rows, n_cols):
@@ -259,6 +320,22 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
     With ``concave=True`` the estimator fits :math:`-y`, and stores and predicts the negation:
     :math:`\hat\zeta_i` are supergradients and :math:`\hat f` is a min of affine pieces.
 
+    Monotonicity (``increasing``, ``decreasing``) adds sign constraints on the slopes at every
+    data point, the monotone CNLS of Kuosmanen (2008), "Representation theorem for convex
+    nonparametric least squares", *Econometrics Journal* 11, 308-325:
+
+    .. math::
+
+        \zeta_{ik} \ge 0 \quad (k \in \text{increasing}), \qquad
+        \zeta_{ik} \le 0 \quad (k \in \text{decreasing}), \qquad i \in [n].
+
+    Every affine piece is then non-decreasing (non-increasing) in :math:`x_k`, and so is their
+    max (min, if ``concave``): the fit is monotone in those features on the whole space, not
+    only at the data.  The signs apply to the slopes of the fitted function itself, with or
+    without ``concave`` (an increasing concave fit has supergradients :math:`\ge 0`).  The
+    returned slopes lie exactly on their side of 0 (the solver's values, at most its tolerance
+    over, are clipped to 0; the Afriat scan and ``max_violation_`` are of the clipped slopes).
+
     The :math:`n(n-1)` constraints are not formed: a cutting-plane loop starts from a sparse
     set of pairs (neighbours, see ``n_neighbors``), solves the QP with those (a sparse
     constraint matrix, 2 + d non-zeros per pair), scans all :math:`n^2` pairs in row blocks
@@ -303,6 +380,13 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
         SCS is a slower, lower-accuracy fallback.
     concave : bool, default=False
         Fit a concave function instead (min of affine pieces).
+    increasing : None, bool or list of int, default=None
+        Features in which the fit is non-decreasing: ``True`` for all, a list of feature
+        indices (0 to n_features - 1) for some, ``None`` or ``False`` for none.  Imposed as
+        :math:`\zeta_{ik} \ge 0` at every data point (above).
+    decreasing : None, bool or list of int, default=None
+        Features in which the fit is non-increasing (:math:`\zeta_{ik} \le 0`), as
+        ``increasing``; no feature may be in both (ValueError).
     n_neighbors : "auto" or int, default="auto"
         Starting pairs.  ``"auto"``: consecutive points for d = 1, the Delaunay graph for
         d = 2, 3, the 2 d + 2 nearest neighbours for d >= 4.  An integer k: the k nearest
@@ -315,7 +399,8 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
     theta_ : ndarray of shape (n_samples,)
         Fitted values at the training points.
     zeta_ : ndarray of shape (n_samples, n_features)
-        Subgradients (supergradients if ``concave``) at the training points.
+        Subgradients (supergradients if ``concave``) at the training points; columns of
+        ``increasing`` features are >= 0, of ``decreasing`` ones <= 0.
     X_fit_ : ndarray of shape (n_samples, n_features)
         Training inputs (the anchors of the affine pieces).
     objective_ : float
@@ -339,6 +424,13 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
     True
     >>> m.predict([[0.1]]).shape
     (1,)
+
+    An increasing concave fit (a production function, say):
+
+    >>> m = PiecewiseLinearConvexRegressor(concave=True, increasing=True)
+    >>> m = m.fit(X + 1, np.sqrt(X[:, 0] + 1))
+    >>> bool(np.all(m.zeta_ >= 0))
+    True
     """
 
     _parameter_constraints = {
@@ -346,30 +438,43 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
         "max_rounds": Interval(numbers.Integral, 1, None),
         "solver": Options(PRIMAL_SOLVERS),
         "concave": Bool(),
+        "increasing": _FeatureSubset(),
+        "decreasing": _FeatureSubset(),
         "n_neighbors": _NeighborsConstraint(),
         "verbose": Verbose(),
     }
 
     def __init__(self, *, tol: float = 1e-6, max_rounds: int = 50, solver: str = "CLARABEL",
-                 concave: bool = False, n_neighbors: int | str = "auto",
-                 verbose: bool | int = False) -> None:
+                 concave: bool = False, increasing: bool | Sequence[int] | None = None,
+                 decreasing: bool | Sequence[int] | None = None,
+                 n_neighbors: int | str = "auto", verbose: bool | int = False) -> None:
         self.tol = tol
         self.max_rounds = max_rounds
         self.solver = solver
         self.concave = concave
+        self.increasing = increasing
+        self.decreasing = decreasing
         self.n_neighbors = n_neighbors
         self.verbose = verbose
 
-    def _solve_qp(self, Xs, ys, keys, sw=None, *, tight=True):
+    def _solve_qp(self, Xs, ys, keys, sw=None, *, tight=True, signs=None):
         n, p = Xs.shape
         A = _afriat_matrix(Xs, keys // n, keys % n)
         v = cp.Variable(n * (p + 1))
         resid = v[:n] - ys if sw is None else cp.multiply(sw, v[:n] - ys)
+        constraints = [A @ v >= 0]
+        # sign constraints s_k zeta_ik >= 0 on the QP's slopes (signs already mapped through
+        # the concave negation by fit): n bounds per constrained feature, in every round
+        for s in (1, -1):
+            cols = np.flatnonzero(signs == s) if signs is not None else np.zeros(0, np.intp)
+            if cols.size:
+                idx = (n + np.arange(n)[:, None] * p + cols[None, :]).ravel()
+                constraints.append(s * v[idx] >= 0)
         # sum of squares without the 1/n of eq. (27) (same minimizer): the solver's absolute
         # gap tolerance then bounds the error in theta more tightly than with the 1/n or with
         # the norm ||theta - y||_2.  The problem is rebuilt each round: its constraint matrix
         # changes shape, so a CVXPY Parameter would not spare the compilation.
-        prob = cp.Problem(cp.Minimize(cp.sum_squares(resid)), [A @ v >= 0])
+        prob = cp.Problem(cp.Minimize(cp.sum_squares(resid)), constraints)
         solver = self.solver.upper()
         # Clarabel (interior point) is cheap to run tight; SCS (first order) gets a looser target.
         lo, hi = (1e-12, 1e-10) if solver == "CLARABEL" else (1e-9, 1e-6)
@@ -397,9 +502,17 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
             except SolverStatusError:
                 if k == 2:
                     raise
-        return v.value[:n].copy(), v.value[n:].reshape(n, p).copy()
+        Z = v.value[n:].reshape(n, p).copy()
+        if signs is not None:
+            # the interior-point solution meets the sign bounds only to the solver's
+            # tolerance: put the slopes exactly on their side (a change of that size, which the
+            # caller's Afriat scan of the returned slopes accounts for), so that the fit is
+            # exactly monotone
+            Z[:, signs > 0] = np.maximum(Z[:, signs > 0], 0.0)
+            Z[:, signs < 0] = np.minimum(Z[:, signs < 0], 0.0)
+        return v.value[:n].copy(), Z
 
-    def _cutting_planes(self, Xs, ys, y_scale, sw=None):
+    def _cutting_planes(self, Xs, ys, y_scale, sw=None, signs=None):
         """Solve on the standardized data; return theta, Z, pair keys, rounds, max violation
         and None, or the advice of the ConvergenceWarning when violations > tol remain.
 
@@ -416,7 +529,7 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
         t0 = time.perf_counter()
         for rnd in range(1, self.max_rounds + 1):
             tight = tight or rnd == self.max_rounds  # the answer is always a tight solve
-            theta, Z = self._solve_qp(Xs, ys, keys, sw, tight=tight)
+            theta, Z = self._solve_qp(Xs, ys, keys, sw, tight=tight, signs=signs)
             vmax, J, V = _violations(Xs, theta, Z, keys, _ADD_MAX, self.tol)
             if self.verbose:
                 with np.errstate(over="ignore"):  # inf beyond the float range
@@ -469,7 +582,9 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
         Raises
         ------
         ValueError
-            Invalid parameters, X not 2-D, NaN/inf, fewer than 2 samples, len(y) != len(X).
+            Invalid parameters (among them a feature index of ``increasing`` or
+            ``decreasing`` out of range, or a feature in both), X not 2-D, NaN/inf, fewer
+            than 2 samples, len(y) != len(X).
         psdsos.solvers.SolverStatusError
             A QP ended with a status other than optimal.
         """
@@ -492,6 +607,10 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
         sw = None if w is None else np.sqrt(w / float(np.mean(w)))
         n, p = X.shape
         sign = -1.0 if self.concave else 1.0
+        # slopes of the user's function: +1 >= 0, -1 <= 0; the QP fits sign * y, whose slopes
+        # are sign * those (x_scale, y_scale > 0 keep the signs)
+        signs = _feature_signs(self.increasing, self.decreasing, type(self).__name__, p)
+        qp_signs = (signs * int(sign)).astype(np.int8) if np.any(signs) else None
         # the problem is equivariant under y -> a y + b and per-feature x -> c x + e: solve it
         # on standardized data (overflow- and underflow-free, _standardize), map back
         Xs, x_mean, x_scale = _standardize(X)
@@ -499,7 +618,8 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
         ys, y_mean, y_scale = sign * ys[:, 0], float(y_mean[0]), float(y_scale[0])
 
         if np.ptp(y) > 0:
-            theta, Z, keys, rnd, vmax, stop = self._cutting_planes(Xs, ys, y_scale, sw)
+            theta, Z, keys, rnd, vmax, stop = self._cutting_planes(Xs, ys, y_scale, sw,
+                                                                   qp_signs)
         else:
             # constant y: theta = y, zeta = 0 is exact, whereas a QP solve would be exact only
             # to the square root of its tolerance (every inequality tight and degenerate)
