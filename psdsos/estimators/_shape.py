@@ -44,7 +44,7 @@ from psdsos.estimators._shape_certify import (
     certify_constraint,
     constraint_scale,
 )
-from psdsos.estimators._weights import check_sample_weight
+from psdsos.estimators._weights import check_sample_weight, first_unique_rows
 from psdsos.kernels import Kernel, get_kernel
 from psdsos.solvers import PRIMAL_SOLVERS
 
@@ -275,21 +275,26 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         t = (y - self.y_offset_) / self.y_scale_
         C = self._centers(U, kernel_u)
         data = sf.shape_data(self, kernel_u, U, t, w, C)
-        rng = check_random_state(self.random_state)
+        # the Sobol points are scrambled with random_state (seed 0 when None: a fit is
+        # deterministic, and weighted rows equal duplicated ones)
+        rng = check_random_state(0 if self.random_state is None else self.random_state)
         self._constraints = constraints
         self.kernel_ = kernel
         if not constraints:
             wv = sf.ridge_solution(data, self.rho)
             self._finish(data, sf.fit_of(data, wv), [], None, 0.0, 0, 0.0, 0.0, 0)
             return self
-        data.points = [self._initial_points(data, rng) for _ in constraints]
+        # bounds start without points when the exchange runs: imposed where the fit
+        # violates them (a bound far from the data would otherwise cost its slack)
+        data.points = [np.zeros((0, p)) if con.kind == "value" and self.certify
+                       and self.max_exchange > 0 else self._initial_points(data, rng)
+                       for con in constraints]
         design = self._design(data.box, rng)
         n_exchange = 0
         init = None
         total_iter = 0
         while True:
-            problem = sf.build_problem(self, data, constraints)
-            sol = sf.solve(self, problem, init)
+            sol = sf.solve(self, data, constraints, init)
             total_iter += sol.n_iter
             fit = sf.fit_of(data, sol.w)
             if not self.certify or n_exchange >= self.max_exchange:
@@ -316,7 +321,8 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         landmarks = self.centers == "landmarks" or (
             self.centers == "auto" and n > AUTO_TRAIN_CENTERS)
         if not landmarks:
-            return U
+            # the distinct rows: duplicated rows (integer sample weights) change nothing
+            return first_unique_rows(U)
         from psdsos.features import NystromFeatures
 
         r = min(n, self.n_landmarks or 200)

@@ -27,6 +27,10 @@ from psdsos.sos._compress import combine_blocks, compress_block, row_scales
 
 __all__: list[str] = []
 
+#: Up to this many centres the fit matrix is formed directly (n x q), beyond it the data
+#: enter through the QR factor of their rows (one chunked pass, O(q^2) memory).
+AUTO_DIRECT_ROWS = 2000
+
 #: Points of the exchange's search design per feature (scrambled Sobol, plus the corners).
 DESIGN_POINTS = 512
 
@@ -179,9 +183,11 @@ def shape_data(est: Any, kernel_u: Any, U: np.ndarray, t: np.ndarray, w: np.ndar
     sw = row_scales(w, n)
     tc = t - t.mean() if est.fit_intercept else t
     moments = (float(tc @ tc), float(t @ t))
-    if C is U:
+    if C.shape[0] <= AUTO_DIRECT_ROWS:
         E = np.hstack([np.ones((n, 1)), U]) if e else np.zeros((n, 0))
-        M = np.hstack([E, R.T])
+        Kv = R.T if C is U else sla.solve_triangular(R, kernel_u(U, C).T, trans="T",
+                                                      lower=False).T
+        M = np.hstack([E, Kv])
         tt = t
         if sw is not None:
             M, tt = sw[:, None] * M, sw * t
@@ -205,16 +211,26 @@ def default_points(box, m: int, random_state: Any) -> np.ndarray:
     return np.unique(Z, axis=0)
 
 
-def build_problem(est: Any, data: ShapeData,
-                  constraints: list[ShapeConstraint]) -> ShapeRegressionProblem:
-    """The multi-block problem with the current points of each constraint."""
-    blocks = []
-    for con, Z in zip(constraints, data.points, strict=True):
+def build_problem(est: Any, data: ShapeData, constraints: list[ShapeConstraint]
+                  ) -> tuple[ShapeRegressionProblem | None, list[int]]:
+    """The multi-block problem with the current points of each constraint that has some
+    (None when none has), and the indices of those constraints.  The SoS features of a
+    scalar block (d = 1) get a constant component: a margin constant over the points then
+    costs lam2 / 2 s^2 instead of growing with their number."""
+    blocks, active = [], []
+    for k, (con, Z) in enumerate(zip(constraints, data.points, strict=True)):
+        if Z.shape[0] == 0:
+            continue
         L, c = constraint_map(con, data.kernel, data.C, data.R, Z, est.fit_intercept)
         Phi = ExactFeatures(data.kernel).fit(Z).transform(Z)
+        if con.d == 1:
+            Phi = np.hstack([Phi, np.ones((Phi.shape[0], 1))])
         blocks.append((con, L, c, Phi))
+        active.append(k)
+    if not blocks:
+        return None, active
     return ShapeRegressionProblem(data.M, data.t, data.n, data.e, est.rho, est.lam1, est.lam2,
-                                  blocks, moments=data.moments)
+                                  blocks, moments=data.moments), active
 
 
 @dataclass
@@ -228,9 +244,15 @@ class Solution:
     residual: float
 
 
-def solve(est: Any, problem: ShapeRegressionProblem,
+def solve(est: Any, data: ShapeData, constraints: list[ShapeConstraint],
           init: list[np.ndarray] | None) -> Solution:
-    """Solve the problem with the estimator's solver (dual: warm start ``init``)."""
+    """Build and solve the problem with the estimator's solver (dual: warm start ``init``,
+    one Gamma per constraint); without constraint points, the ridge fit."""
+    problem, active = build_problem(est, data, constraints)
+    empty = [np.zeros((0, c.d, c.d)) for c in constraints]
+    if problem is None:
+        w = ridge_solution(data, est.rho)
+        return Solution(w, [], empty, float("nan"), 0, 0.0, 0.0)
     if est.solver == "primal":
         prob, wv, sos = problem.cvxpy_problem()
         solve_cvxpy(prob, solver=est.primal_solver, tol=min(est.tol, 1e-8),
@@ -239,11 +261,14 @@ def solve(est: Any, problem: ShapeRegressionProblem,
         B = [0.5 * (np.asarray(b.B.value) + np.asarray(b.B.value).T) for b in sos]
         return Solution(w, B, None, problem.objective(w, B), 0, float("nan"),
                         problem.constraint_residual(w, B))
-    res = solve_dual(problem, tol=est.tol, max_iter=est.max_iter, init=init,
+    start = None if init is None else [init[k] for k in active]
+    res = solve_dual(problem, tol=est.tol, max_iter=est.max_iter, init=start,
                      verbose=est.verbose)
     G = list(res.G)
     w = problem.recover(G)
-    return Solution(w, list(res.B), G, float(res.primal_objective), int(res.n_iter),
+    for k, Gk in zip(active, G, strict=True):
+        empty[k] = Gk
+    return Solution(w, list(res.B), empty, float(res.primal_objective), int(res.n_iter),
                     float(res.dual_gap), problem.constraint_residual(w, list(res.B)))
 
 
