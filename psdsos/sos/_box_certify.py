@@ -32,6 +32,7 @@ a goal; :func:`kernel_constraint_certificate` wires both for a kernel expansion.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -119,11 +120,19 @@ class BoxCertificate:
         return self.status == "certified"
 
 
+def _check_goal(goal):
+    if isinstance(goal, bool) or not isinstance(goal, numbers.Real) or np.isnan(goal):
+        raise ValueError(f"goal must be a real number (+inf allowed), got {goal!r}")
+    return float(goal)
+
+
 def _check_box(lo, hi):
     lo = np.atleast_1d(np.asarray(lo, dtype=np.float64))
     hi = np.atleast_1d(np.asarray(hi, dtype=np.float64))
     if lo.ndim != 1 or hi.shape != lo.shape:
-        raise ValueError(f"lo and hi must be vectors of the same length, got {lo.shape}, {hi.shape}")
+        raise ValueError(
+            f"lo and hi must be vectors of the same length, got shapes {lo.shape}, {hi.shape}"
+        )
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
         raise ValueError("lo and hi must be finite")
     if np.any(lo > hi):
@@ -213,7 +222,7 @@ def certify_box(evaluate: Callable[..., ArrayLike | tuple[ArrayLike, ArrayLike]]
     lo, hi : array-like of shape (p,)
         The box, ``lo <= hi`` (a feature with ``lo == hi`` is never split).
     goal : float, default=0.0
-        Cells whose lower bound reaches it are settled.
+        Cells whose lower bound reaches it are settled (``inf``: settle only through ``tol``).
     tol : float, default=None
         If given (>= 0), the goal is lowered to the smallest sampled value minus ``tol``.
     max_cells : int, default=200_000
@@ -240,7 +249,7 @@ def certify_box(evaluate: Callable[..., ArrayLike | tuple[ArrayLike, ArrayLike]]
     ('certified', True)
     """
     lo, hi = _check_box(lo, hi)
-    goal = check_scalar(goal, "goal")
+    goal = _check_goal(goal)
     tol = check_scalar(tol, "tol", lower=0.0, allow_none=True)
     max_cells = check_scalar(max_cells, "max_cells", lower=1, integer=True)
     batch = check_scalar(batch, "batch", lower=1, integer=True)
@@ -314,17 +323,32 @@ def kernel_constraint_certificate(
         \text{"derivative"} \\ \lambda_{\min}(s \nabla^2_S f(x)) & \text{"hessian"}
         \end{cases}
 
-    :func:`certify_box` with the cell radius
-    :math:`|s| (\|f_k\|_{\mathcal{H}}\, r_L(h) + [\text{value}] \sum_p |\beta_p| h_p) +
-    \epsilon`, :math:`r_L` from :func:`representer_radius`,
-    :math:`\|f_k\|^2 = a^T K_{CC} a` (plus its rounding error :math:`4 m u \|a\|_1^2`) and
-    :math:`\epsilon` an allowance for the rounding of :math:`g(c)`
-    (:math:`32 (m + p + 1) u` times :math:`|s|(\|a\|_1 \|L_c k\| |S| + |\beta_0| +
-    \sum_p |\beta_p| \max(|lo_p|, |hi_p|) + |b|)`, :math:`u` the unit roundoff).  The goal
-    follows the samples: cells are settled once their lower bound is at least
+    :func:`certify_box` with, for each cell :math:`(c, h)`, the larger of two proved lower
+    bounds of :math:`g` (both minus an allowance :math:`\epsilon` for the rounding of
+    :math:`g(c)`: :math:`32 (m + p + 1) u` times :math:`|s|(\|a\|_1 \|L_c k\| |S| + |\beta_0|
+    + \sum_p |\beta_p| \max(|lo_p|, |hi_p|) + |b|)`, :math:`u` the unit roundoff):
+
+    1. first order, any supported kernel: :math:`g(c) - |s| (\|f_k\|_{\mathcal{H}}\, r_L(h)
+       + [\text{value}] \sum_p |\beta_p| h_p)`, :math:`r_L` from :func:`representer_radius`
+       and :math:`\|f_k\|^2 = a^T K_{CC} a` plus its rounding error
+       :math:`4 m u \|a\|_1^2`;
+    2. second order, Gaussian kernel: the minimum over the cell of the linear model of
+       :math:`g` at :math:`c` (:math:`g(c) - \sum_q |\partial_q g(c)| h_q`; for the Hessian
+       block :math:`\min_{\text{vertices } v} \lambda_{\min}(s \nabla^2_S f(c) + \sum_q v_q h_q
+       s \partial_q \nabla^2_S f(c))`, exact since :math:`\lambda_{\min}` is concave) minus
+       the Taylor remainder :math:`\tfrac12 |s| \|f_k\| \|h\|^2 \sup_{u, v}
+       \|\partial_{vv} L k\|_{\mathcal{H}}`.  For the Gaussian kernel
+       :math:`\langle \partial_{w_1 \cdots w_j} k_x, \partial_{z_1 \cdots z_j} k_x \rangle
+       = \sigma^{-2j} \operatorname{haf}(\text{Gram}(w, z))` (Isserlis), at most
+       :math:`(2j - 1)!! / \sigma^{2j}` for unit vectors, with :math:`j = \text{order} + 2`
+       (3, 15, 105 for value, derivative, Hessian), equality in one dimension.
+
+    The goal follows the samples: cells are settled once their lower bound is at least
     :math:`\min(\text{goal}, \min_{\text{sampled}} g - \text{tol} \cdot \text{scale})` with
-    :math:`\text{scale} = \|f_k\| \|L_c k\| + [\text{derivative}] |\beta_p|
-    + [\text{value}] |\beta_0 - b| + \ldots` (the size of :math:`g`).
+    :math:`\text{scale} = |s| (\|f_k\| \|L_c k\| + [\text{derivative}] |\beta_p|
+    + [\text{value}] (|\beta_0 + \beta^T m - b| + \sum_p |\beta_p| (hi_p - lo_p)/2))`,
+    :math:`m` the box's centre (the size of :math:`g`).  A "certified" bound is therefore at
+    least :math:`\min(\text{goal}, \min g - \text{tol} \cdot \text{scale})`.
 
     Parameters
     ----------
@@ -382,9 +406,10 @@ def kernel_constraint_certificate(
         raise ValueError(f"coef must be a finite vector of length {m}, got shape {a.shape}")
     if beta.shape != (p + 1,) or not np.all(np.isfinite(beta)):
         raise ValueError(f"affine must be a finite vector of length {p + 1}, got {beta.shape}")
-    lo, hi = _check_box(lo, hi)
-    if lo.size != p:
-        raise ValueError(f"lo and hi must have {p} entries (one per feature), got {lo.size}")
+    box_lo, box_hi = _check_box(lo, hi)
+    if box_lo.size != p:
+        raise ValueError(f"lo and hi must have {p} entries (one per feature), got {box_lo.size}")
+    goal = _check_goal(goal)
     sign = check_scalar(sign, "sign")
     if sign == 0:
         raise ValueError("sign must be nonzero")
@@ -396,13 +421,17 @@ def kernel_constraint_certificate(
     norm0 = np.sqrt(norm0_sq) / kernel.sigma**order
     eps = np.finfo(np.float64).eps
     a1 = float(np.abs(a).sum())
-    norm_f = np.sqrt(max(float(a @ (kernel(Cn) @ a)), 0.0) + 4.0 * m * eps * a1**2)
-    reach = float(np.maximum(np.abs(lo), np.abs(hi)).max())
+    step = max(1, _BLOCK_ENTRIES // m)
+    quad = sum(float(a[s:s + step] @ (kernel(Cn[s:s + step], Cn) @ a)) for s in range(0, m, step))
+    norm_f = np.sqrt(max(quad, 0.0) + 4.0 * m * eps * a1**2)
+    reach = float(np.maximum(np.abs(box_lo), np.abs(box_hi)).max())
     affine_size = abs(beta[0]) + float(np.abs(beta[1:]).sum()) * reach + abs(offset)
     kernel_size = a1 * norm0 * (len(idx) if kind == "hessian" else 1)
     roundoff = 32.0 * (m + p + 1) * eps * abs(sign) * (kernel_size + affine_size)
-    scale = norm_f * norm0 + {"value": abs(beta[0] - offset) + float(np.abs(beta[1:]).sum()),
-                              "derivative": abs(beta[1 + idx[0]]), "hessian": 0.0}[kind]
+    mid, half = (box_lo + box_hi) / 2, (box_hi - box_lo) / 2
+    scale = abs(sign) * norm_f * norm0 + abs(sign) * {
+        "value": abs(beta[0] + beta[1:] @ mid - offset) + float(np.abs(beta[1:]) @ half),
+        "derivative": abs(beta[1 + idx[0]]), "hessian": 0.0}[kind]
     second = type(kernel) is GaussianKernel  # smooth enough for the Taylor bound
     rows = max(1, _BLOCK_ENTRIES // max(m * p ** (3 if second and kind == "hessian" else 2), 1))
     taylor = 0.5 * abs(sign) * norm_f * np.sqrt(_double_factorial(2 * order + 3))
@@ -424,7 +453,8 @@ def kernel_constraint_certificate(
             slope = sign * kernel.hessian_sum(X, Cn, a)[:, idx[0], :]
             g = sign * beta[1 + idx[0]] + slope[:, idx[0]]
         elif not second:
-            return np.linalg.eigvalsh(sign * kernel.hessian_sum(X, Cn, a)[:, idx][:, :, idx])[:, 0], None
+            Hs = sign * kernel.hessian_sum(X, Cn, a)[:, idx][:, :, idx]
+            return np.linalg.eigvalsh(Hs)[:, 0], None
         else:
             hess, T = _gaussian_hessian_slopes(kernel, X, Cn, a)
             Hs, T = sign * hess[:, idx][:, :, idx], sign * T[:, :, idx][:, :, :, idx]
@@ -450,6 +480,6 @@ def kernel_constraint_certificate(
                                                                   gb)
         return g, lb
 
-    return certify_box(evaluate, None, lo, hi, goal=goal, tol=tol * scale,
+    return certify_box(evaluate, None, box_lo, box_hi, goal=goal, tol=tol * scale,
                        max_cells=max_cells, initial=initial, split=split)
 
