@@ -448,10 +448,10 @@ def kernel_constraint_certificate(
                 return g, None
             slope = sign * (beta[1:] + np.einsum("nmp,m->np", kernel.gradient(X, Cn), a))
         elif kind == "derivative":
+            g = sign * (beta[1 + idx[0]] + kernel.gradient(X, Cn)[:, :, idx[0]] @ a)
             if not second:
-                return sign * (beta[1 + idx[0]] + kernel.gradient(X, Cn)[:, :, idx[0]] @ a), None
+                return g, None
             slope = sign * kernel.hessian_sum(X, Cn, a)[:, idx[0], :]
-            g = sign * beta[1 + idx[0]] + slope[:, idx[0]]
         elif not second:
             Hs = sign * kernel.hessian_sum(X, Cn, a)[:, idx][:, :, idx]
             return np.linalg.eigvalsh(Hs)[:, 0], None

@@ -23,6 +23,18 @@ __all__ = ["representer_radius"]
 KINDS = ("value", "derivative", "hessian")
 _ORDER = {"value": 0, "derivative": 1, "hessian": 2}
 _E = float(np.e)
+#: Below this rho the profiles 1 - P(rho) e^{-rho} are summed as series (no cancellation).
+_SERIES_RHO = 1e-2
+
+
+def _one_minus(rho, third):
+    """1 - (1 + rho + third rho^2) e^{-rho} >= 0 without cancellation at small rho: the series
+    sum_{n >= 2} (-1)^n (n - 1)(1 - third n) rho^n / n! below 1e-2 (truncation < 1e-25 rho^2)."""
+    direct = 1.0 - (1.0 + rho + third * rho**2) * np.exp(-rho)
+    r = np.minimum(rho, _SERIES_RHO)
+    series = sum((-1) ** n * (n - 1) * (1.0 - third * n) * r**n / np.prod(np.arange(1, n + 1))
+                 for n in range(2, 10))
+    return np.where(rho < _SERIES_RHO, series, direct)
 
 
 def _gaussian_sq(kind, r2, t2):
@@ -39,7 +51,7 @@ def _gaussian_sq(kind, r2, t2):
 def _matern32_sq(kind, r2, t2):
     rho = np.sqrt(r2)
     if kind == "value":
-        return 2.0 * (1.0 - (1.0 + rho) * np.exp(-rho))
+        return 2.0 * _one_minus(rho, 0.0)
     if kind == "derivative":
         # rho n_p^2 e^{-rho} <= min(|delta_p|/sigma, 1/e)
         return 2.0 * (-np.expm1(-rho) + np.minimum(np.sqrt(t2), 1.0 / _E))
@@ -52,12 +64,11 @@ def _matern32_sq(kind, r2, t2):
 
 def _matern52_sq(kind, r2, t2):
     rho = np.sqrt(r2)
-    one_minus = 1.0 - (1.0 + rho) * np.exp(-rho)
     if kind == "value":
-        return 2.0 * (one_minus - rho**2 * np.exp(-rho) / 3.0)
+        return 2.0 * _one_minus(rho, 1.0 / 3.0)
     if kind == "derivative":
         # t^2 e^{-rho} <= min(t2max, rho^2 e^{-rho} <= 4/e^2)
-        return (2.0 / 3.0) * (one_minus + np.minimum(t2, 4.0 / _E**2))
+        return (2.0 / 3.0) * (_one_minus(rho, 0.0) + np.minimum(t2, 4.0 / _E**2))
     # 2 rho s^2 e^{-rho} <= 2 min(|h_S|/sigma, 1/e); the -rho(1+rho)s^4 term is dropped
     return 2.0 * (-np.expm1(-rho) + 2.0 * np.minimum(np.sqrt(t2), 1.0 / _E))
 
