@@ -162,6 +162,50 @@ def test_certified_bound_is_below_the_grid_and_multistart_minimum(cls, kind, sig
         assert cert.bound >= true_min - 0.05 * max(1.0, abs(true_min))
 
 
+@pytest.mark.parametrize(("kind", "j"), [("value", 2), ("derivative", 3), ("hessian", 4)])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_gaussian_taylor_remainder_is_sharp(kind, j, sign):
+    # f = j-th central difference of k(., c) in c at 0 ~ the representer of d^j at 0, for which
+    # Cauchy-Schwarz |d^2 L f(0)| <= ||f|| sqrt((2j - 1)!!) / sigma^j is an equality: on the
+    # cell [-h, h] the Taylor lower bound g(0) - C h^2 / 2 is within O(h^4) of min g
+    eps, h = 0.05, 0.05
+    kernel = GaussianKernel(sigma=1.0)
+    centers = ((j / 2 - np.arange(j + 1)) * eps)[:, None]
+    coef = np.array([(-1) ** i * np.prod(np.arange(j - i + 1, j + 1)) / np.prod(np.arange(1, i + 1))
+                     for i in range(j + 1)]) / eps**j
+    kw = dict(sign=sign, feature=0, subset=[0])
+    cert = kernel_constraint_certificate(kernel, centers, coef, np.zeros(2), kind, [-h], [h],
+                                         initial=1, max_cells=1, **kw)
+    X = np.linspace(-h, h, 2001)[:, None]
+    g = constraint(kernel, centers, coef, np.zeros(2), kind, X, **kw)
+    remainder = 0.5 * np.sqrt(coef @ kernel(centers) @ coef) * np.sqrt(
+        float(np.prod(np.arange(2 * j - 1, 0, -2)))) * h**2
+    assert cert.bound <= g.min()
+    if g.min() < g[1000]:  # concave at 0: the remainder is attained at the cell's edges
+        assert g.min() - cert.bound <= 0.05 * remainder
+
+
+@pytest.mark.parametrize(("cls", "kind"), SUPPORTED)
+@pytest.mark.parametrize("p", [1, 2])
+def test_one_cell_bound_is_below_the_cell_minimum(cls, kind, p, rng):
+    # max_cells=1 stops at the initial single cell: the bound is that cell's lower bound
+    kernel = cls(sigma=0.5)
+    centers, coef, affine = random_model(rng, p, m=8)
+    kw = dict(sign=-1.0, feature=0, subset=list(range(p)), offset=0.1)
+
+    def fun(X):
+        return constraint(kernel, centers, coef, affine, kind, X, **kw)
+
+    for half in (1e-3, 1e-2, 1e-1, 0.5):
+        for _ in range(4):
+            mid = rng.uniform(-1.0, 1.0, size=p)
+            lo, hi = mid - half, mid + half * rng.uniform(0.2, 1.0, size=p)
+            cert = kernel_constraint_certificate(kernel, centers, coef, affine, kind, lo, hi,
+                                                 initial=1, max_cells=1, **kw)
+            assert cert.n_cells == 1
+            assert cert.bound <= grid_min(fun, lo, hi, 401 if p == 1 else 41) + 1e-12
+
+
 @pytest.mark.parametrize("kind", ["value", "derivative", "hessian"])
 @pytest.mark.parametrize("p", [1, 2])
 def test_first_order_radius_alone_is_sound(kind, p, rng):
