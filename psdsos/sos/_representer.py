@@ -4,7 +4,7 @@ For a translation-invariant kernel and a bounded linear functional :math:`L` (po
 evaluation, :math:`\partial_p`, :math:`\partial_{uu}`), :math:`\|L_x k - L_c k\|_{\mathcal{H}}^2`
 depends only on :math:`\delta = x - c`; :func:`representer_radius` bounds its supremum over a
 cell :math:`\{c + \delta : |\delta_p| \le h_p\}` (Aubin-Frankowski & Szabo 2020, "Hard
-shape-constrained kernel machines", NeurIPS, eq. (4)).  Used by
+shape-constrained kernel machines", NeurIPS).  Used by
 :mod:`psdsos.sos._box_certify`.
 """
 
