@@ -346,6 +346,16 @@ def test_degenerate_box_and_initial_grid():
     assert cert.bound == pytest.approx(np.exp(-2.0), abs=1e-4) and cert.argmin[0] == 0.0
 
 
+@pytest.mark.parametrize("split", ["longest", "all"])
+def test_a_point_box_is_not_split(split):
+    cert = certify_box(lambda C: C[:, 0] - 1.0, lambda H: np.zeros(len(H)), [0.5, 2.0],
+                       [0.5, 2.0], goal=0.0, split=split)
+    assert cert.status == "sampled" and cert.n_cells == 1 and cert.bound == -0.5
+    cert = certify_box(lambda C: C[:, 0] - 1.0, lambda H: np.zeros(len(H)), [0.5, 2.0],
+                       [0.5, 2.0], goal=0.0, tol=0.0, split=split)
+    assert cert.status == "certified" and cert.bound == -0.5 and cert.goal == -0.5
+
+
 def test_validation():
     k = GaussianKernel(sigma=1.0)
     C, a, b = np.zeros((2, 2)), np.ones(2), np.zeros(3)

@@ -297,10 +297,12 @@ def certify_box(evaluate: Callable[..., ArrayLike | tuple[ArrayLike, ArrayLike]]
         C, H, LB = C[keep], H[keep], LB[keep]
         if len(C) == 0:
             break
-        order = np.argsort(LB, kind="stable")
+        # cells of zero width (a point: their bound is g(c) itself) are never split
+        order = np.lexsort((LB, H.max(axis=1) == 0))
         C, H, LB = C[order], H[order], LB[order]
         n_split = int(np.searchsorted(np.cumsum(_n_children(H, split)), max_cells - n_cells,
                                       side="right"))
+        n_split = min(n_split, int(np.count_nonzero(H.max(axis=1) > 0)))
         if n_split == 0:
             break
         Cc, Hc = _split(C[:n_split], H[:n_split], split)
