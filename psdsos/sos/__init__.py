@@ -1,5 +1,10 @@
 """Kernel SoS objects: the PSD-valued model, the evaluation map, the CVXPY primitive, objectives."""
 
+from psdsos.sos._box_certify import (
+    BoxCertificate,
+    certify_box,
+    kernel_constraint_certificate,
+)
 from psdsos.sos._convex_exact import (
     ConvexRegressionExactProblem,
     exact_gradient,
@@ -17,6 +22,7 @@ from psdsos.sos._model import PSDModel, load_npz, project_psd, save_npz
 from psdsos.sos._primitive import SoSBlock, sos_constraints
 from psdsos.sos._psd_losses import PSDLossProblem
 from psdsos.sos._psd_problem import PSDLeastSquares
+from psdsos.sos._representer import representer_radius
 
 __all__ = [
     "PSDModel",
@@ -37,4 +43,8 @@ __all__ = [
     "project_psd",
     "save_npz",
     "load_npz",
+    "BoxCertificate",
+    "certify_box",
+    "kernel_constraint_certificate",
+    "representer_radius",
 ]
