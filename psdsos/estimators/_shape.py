@@ -297,13 +297,12 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
             sol = sf.solve(self, data, constraints, init)
             total_iter += sol.n_iter
             fit = sf.fit_of(data, sol.w)
+            checks: dict[int, tuple] = {}
             if not self.certify or n_exchange >= self.max_exchange:
                 break
             added = False
             for k, con in enumerate(constraints):
-                scale = constraint_scale(fit, con, design)
-                new, _, _ = sf.most_violated(fit, con, design, data.box,
-                                             -self.certify_tol * scale, n_add=8)
+                new, checks[k] = self._search(fit, con, design, data.box)
                 if new.shape[0]:
                     Z = sf.add_points(data.points[k], new, data.box)
                     added = added or Z.shape[0] > data.points[k].shape[0]
@@ -313,8 +312,27 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
             n_exchange += 1
             init = sf.pad_dual(sol.G, data.points, constraints)
         self._finish(data, fit, sol.B, design, sol.objective, total_iter, sol.gap,
-                     sol.residual, n_exchange)
+                     sol.residual, n_exchange, checks)
         return self
+
+    def _search(self, fit, con, design, box):
+        """The exchange's step for one constraint: the violators of the design search, or,
+        when it finds none, the certificate (and its smallest point when it proves a
+        violation beyond the tolerance).  Returns (points to add, the certificate record
+        (bound, status, sampled minimum, cells, scale) or None)."""
+        scale = constraint_scale(fit, con, design)
+        thr = -self.certify_tol * scale
+        new, smin, _ = sf.most_violated(fit, con, design, box, thr, n_add=8)
+        if new.shape[0]:
+            return new, None
+        bound, status, smin, n_cells, argmin = certify_constraint(
+            fit, con, box, smin, scale, self.certify_tol, self.max_cells)
+        record = (bound, status, smin, n_cells, scale)
+        if argmin is not None and smin < thr:
+            pts, _, _ = sf.most_violated(fit, con, argmin[None, :], box, thr, n_add=1,
+                                         n_local=1)
+            return np.vstack([argmin[None, :], pts]), record
+        return np.zeros((0, design.shape[1])), record
 
     def _centers(self, U, kernel_u):
         n = U.shape[0]
@@ -348,7 +366,8 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         seed = int(check_random_state(rng).integers(2**31 - 1))
         return sf.default_points(box, sf.DESIGN_POINTS * p, seed)
 
-    def _finish(self, data, fit, B, design, objective, n_iter, gap, residual, n_exchange):
+    def _finish(self, data, fit, B, design, objective, n_iter, gap, residual, n_exchange,
+                checks=None):
         """Fitted attributes in the user's units, certificates and the correction."""
         sy, sx = self.y_scale_, self.x_scale_
         self._fit_u = fit
@@ -366,9 +385,11 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         self.constraint_points_ = {con.name: Z * sx + self.x_offset_
                                    for con, Z in zip(self._constraints, data.points, strict=True)}
         self.B_ = [np.asarray(b) for b in B]
-        self._certify(fit, data.box, design)
+        self._certify(fit, data.box, design, checks or {})
 
-    def _certify(self, fit, box, design):
+    def _certify(self, fit, box, design, checks):
+        """certificate_ and the certified-shape predictor; ``checks``: the certificates
+        the exchange's last round computed on this fit (by constraint index)."""
         constraints = self._constraints
         p = box[0].shape[0]
         self.certificate_: dict[str, ShapeCertificate] = {}
@@ -377,14 +398,17 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
             self.correction_ = 0.0
             return
         bounds, records = [], []
-        for con in constraints:
-            scale = constraint_scale(fit, con, design)
-            _, smin, _ = sf.most_violated(fit, con, design, box, -np.inf, n_add=0)
-            if self.certify:
-                bound, status, smin, n_cells = certify_constraint(
-                    fit, con, box, smin, scale, self.certify_tol, self.max_cells)
+        for k, con in enumerate(constraints):
+            if checks.get(k) is not None:
+                bound, status, smin, n_cells, scale = checks[k]
             else:
-                bound, status, n_cells = smin, "sampled", 0
+                scale = constraint_scale(fit, con, design)
+                _, smin, _ = sf.most_violated(fit, con, design, box, -np.inf, n_add=0)
+                if self.certify:
+                    bound, status, smin, n_cells, _ = certify_constraint(
+                        fit, con, box, smin, scale, self.certify_tol, self.max_cells)
+                else:
+                    bound, status, n_cells = smin, "sampled", 0
             bounds.append(bound)
             records.append((con, bound, status, smin, scale, n_cells))
         corr = build_correction(constraints, bounds, box)

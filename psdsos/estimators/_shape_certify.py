@@ -30,6 +30,7 @@ import numpy as np
 
 from psdsos.estimators._shape_fit import Fit, constraint_function
 from psdsos.estimators._shape_problem import ShapeConstraint
+from psdsos.sos import kernel_constraint_certificate
 
 __all__ = ["ShapeCertificate"]
 
@@ -77,39 +78,32 @@ class ShapeCertificate:
 # ---- the certificate of one constraint -----------------------------------------------------------
 def certify_constraint(fit: Fit, con: ShapeConstraint, box, sampled_min: float, scale: float,
                        tol: float, max_cells: int):
-    """(bound, status, sampled_min, n_cells) of g over the box, standardized units.
+    """(bound, status, sampled_min, n_cells, argmin) of g over the box, standardized units.
 
-    The branch and bound aims at ``goal = min(0, sampled_min) - tol * scale``: it settles
-    every cell whose proved lower bound reaches the goal.
+    The branch and bound (:func:`psdsos.sos.kernel_constraint_certificate`) settles every
+    cell whose proved lower bound reaches ``goal = min(0, sampled_min) - tol * scale``.
+    "certified": every cell settled, ``bound`` is proved; "sampled": the budget ran out (or
+    the kernel has no closed-form bound), ``bound`` is the smallest value found.
     """
-    try:
-        from psdsos.sos._box_certify import certify_box
-        from psdsos.sos._cell_bounds import cell_lower_bounds
-    except ImportError:  # TEMPORARY until merged
-        return sampled_min, "sampled", sampled_min, 0
-
     goal = min(0.0, sampled_min) - tol * scale
     lo, hi = box
-    norm = fit.norm()
     kw: dict[str, Any] = {"sign": con.sign, "offset": con.offset}
     if con.kind == "derivative":
         kw["feature"] = con.features[0]
     elif con.kind == "hessian":
         kw["subset"] = list(con.features)
-    affine = fit.beta if fit.beta.size else None
-
-    def lower(Cc, Hh):
-        return cell_lower_bounds(fit.kernel, fit.C, fit.alpha, affine, con.kind, Cc, Hh,
-                                 norm=norm, **kw)
-
+    affine = fit.beta if fit.beta.size else np.zeros(lo.shape[0] + 1)
     try:
-        cert = certify_box(lower, lo, hi, goal=goal, max_cells=max_cells)
+        cert = kernel_constraint_certificate(fit.kernel, fit.C, fit.alpha, affine, con.kind,
+                                             lo, hi, goal=goal, tol=0.0,
+                                             max_cells=max_cells, **kw)
     except NotImplementedError:
-        return sampled_min, "sampled", sampled_min, 0
+        return sampled_min, "sampled", sampled_min, 0, None
     smin = min(sampled_min, float(cert.sampled_min))
+    argmin = np.asarray(cert.argmin, dtype=np.float64)
     if cert.status == "certified":
-        return float(min(cert.bound, smin)), "certified", smin, int(cert.n_cells)
-    return smin, "sampled", smin, int(cert.n_cells)
+        return float(min(cert.bound, smin)), "certified", smin, int(cert.n_cells), argmin
+    return smin, "sampled", smin, int(cert.n_cells), argmin
 
 
 def constraint_scale(fit: Fit, con: ShapeConstraint, design: np.ndarray) -> float:
