@@ -89,7 +89,7 @@ def test_dual_matches_cvxpy_primal(name, intercept):
 def test_estimator_dual_equals_primal(kw):
     """The estimator's two solvers fit the same function (same points, no exchange)."""
     X, y = _data()
-    common = dict(certify=False, constraint_points=12, random_state=0, **kw)
+    common = dict(certify=False, max_exchange=0, constraint_points=12, random_state=0, **kw)
     a = ShapeConstrainedRegressor(solver="dual", tol=1e-9, **common).fit(X, y)
     b = ShapeConstrainedRegressor(solver="primal", tol=1e-9, **common).fit(X, y)
     assert abs(a.objective_ - b.objective_) <= 1e-6 * abs(b.objective_)
@@ -106,7 +106,7 @@ def test_all_convex_is_convex_regressor():
         warnings.simplefilter("ignore")
         a.fit(X, y)
     b = ShapeConstrainedRegressor(convex=True, constraint_points=Z, certify=False,
-                                  tol=1e-9).fit(X, y)
+                                  max_exchange=0, tol=1e-9).fit(X, y)
     assert abs(a.objective_ - b.objective_) <= 1e-6 * a.objective_
     assert np.max(np.abs(a.predict(X) - b.predict(X, raw=True))) <= 1e-5 * np.std(y)
 
@@ -117,8 +117,8 @@ def test_no_constraint_is_kernel_ridge():
     est = ShapeConstrainedRegressor(rho=1e-2).fit(X, y)
     assert est.certificate_ == {}
     # normal equations of the standardized problem: gradient of the objective is 0
-    from psdsos.estimators._shape_fit import shape_data
     from psdsos.estimators._convex_fit import unit_kernel
+    from psdsos.estimators._shape_fit import shape_data
 
     U = (X - est.x_offset_) / est.x_scale_
     t = (y - est.y_offset_) / est.y_scale_
@@ -198,7 +198,7 @@ EXPECTED_FAILED_CHECKS = {
 
 
 @parametrize_with_checks(
-    [ShapeConstrainedRegressor(upper=1e6, certify=False, constraint_points=8,
+    [ShapeConstrainedRegressor(upper=1e6, certify=False, max_exchange=1, constraint_points=8,
                                max_iter=2000)],
     expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS,
     xfail_strict=True,
@@ -215,8 +215,60 @@ def test_weights_equal_repeated_rows():
     X = rng.uniform(0, 3, (15, 2))
     y = X[:, 0] + np.sin(X[:, 1]) + 0.1 * rng.standard_normal(15)
     sw = rng.integers(0, 3, 15)
-    kw = dict(increasing=[0], concave=[1], certify=False, tol=1e-9, constraint_points=8)
+    kw = dict(increasing=[0], concave=[1], certify=False, max_exchange=0, tol=1e-9,
+              constraint_points=8)
     a = ShapeConstrainedRegressor(**kw).fit(X, y, sample_weight=sw)
     b = ShapeConstrainedRegressor(**kw).fit(np.repeat(X, sw, axis=0), np.repeat(y, sw))
     assert abs(a.objective_ - b.objective_) <= 1e-7 * b.objective_
     np.testing.assert_allclose(a.predict(X), b.predict(X), atol=1e-4 * np.std(y))
+
+
+def _grid(est, k=40):
+    lo, hi = est.x_box_
+    g = np.meshgrid(*[np.linspace(a, b, k) for a, b in zip(lo, hi, strict=True)],
+                     indexing="ij")
+    return np.stack([a.ravel() for a in g], axis=1)
+
+
+@pytest.mark.parametrize("kw", [dict(increasing=True, concave=True),
+                                dict(decreasing=[0], convex=[0, 1]),
+                                dict(increasing=[1], lower=1.4, upper=2.2)])
+def test_certificate_sound_and_predictor_has_the_shape(kw):
+    """Certified bounds are below the raw fit's constraint functions on a dense grid, and the
+    certified-shape predictor satisfies every constraint there."""
+    X, y = _data(80, noise=0.2, seed=4)
+    if "convex" in kw:  # data of that shape: decreasing in x0, convex
+        y = np.exp(-X[:, 0]) + X[:, 1] ** 2 + 0.2 * np.random.default_rng(4).standard_normal(80)
+    est = ShapeConstrainedRegressor(random_state=0, **kw).fit(X, y)
+    G = _grid(est)
+    grad_raw, hess_raw = est.gradient(G, raw=True), est.hessian(G, raw=True)
+    f_raw = est.predict(G, raw=True)
+    grad, hess, f = est.gradient(G), est.hessian(G), est.predict(G)
+    scale = np.std(y)
+    for name, cert in est.certificate_.items():
+        assert cert.status == "certified", (name, cert)
+        kind, _, idx = name.partition("[")
+        cols = [int(i) for i in idx.rstrip("]").split(",")] if idx else []
+        if kind in ("increasing", "decreasing"):
+            s = 1.0 if kind == "increasing" else -1.0
+            raw, new = s * grad_raw[:, cols[0]], s * grad[:, cols[0]]
+        elif kind in ("convex", "concave"):
+            s = 1.0 if kind == "convex" else -1.0
+            sub = np.ix_(range(G.shape[0]), cols, cols)
+            raw = np.linalg.eigvalsh(s * hess_raw[sub])[:, 0]
+            new = np.linalg.eigvalsh(s * hess[sub])[:, 0]
+        else:
+            s = 1.0 if kind == "lower" else -1.0
+            b = kw[kind]
+            raw, new = s * (f_raw - b), s * (f - b)
+        assert np.min(raw) >= cert.bound - 1e-9 * scale, name
+        assert cert.bound <= cert.sampled_min
+        assert np.min(new) >= -1e-9 * scale, name
+
+
+def test_certificate_is_sampled_when_the_budget_is_tiny():
+    X, y = _data(60)
+    with pytest.warns(UncertifiedShapeWarning):
+        est = ShapeConstrainedRegressor(concave=True, kernel="matern52", max_cells=50,
+                                        max_exchange=0, random_state=0).fit(X, y)
+    assert est.certificate_["concave[0,1]"].status == "sampled"

@@ -75,7 +75,7 @@ class _OptionalReal:
         if value is None:
             return
         if (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real)
-                or not np.isfinite(value)):
+                or not np.isfinite(float(value))):
             raise ValueError(f"{name} of {owner} must be None or a finite real number, "
                              f"got {value!r}")
 
@@ -145,12 +145,16 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         200 there).
     fit_intercept : bool, default=True
     certify : bool, default=True
-        Run the exchange and the certificates (otherwise the constraints hold at the
-        constraint points only and ``certificate_`` reports the sampled minima).
+        Prove the certificates (branch and bound) and use them in the exchange; otherwise
+        the exchange searches the design only and ``certificate_`` reports the sampled
+        minima (status "sampled").
     certify_tol : float, default=1e-2
         Relative tolerance of the exchange and of the covering: the branch and bound stops
         once it proves g >= min(0, sampled minimum) - certify_tol * scale.
     max_exchange : int, default=10
+        Rounds of the exchange method (0: the constraints at the initial points only; the
+        bounds ``lower`` and ``upper`` start without points and are imposed where the fit
+        violates them, so with 0 rounds they are not imposed).
     max_cells : int, default=400000
         Budget of cells per constraint for the branch and bound; beyond it the certificate
         is "sampled".
@@ -282,12 +286,13 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         self.kernel_ = kernel
         if not constraints:
             wv = sf.ridge_solution(data, self.rho)
-            self._finish(data, sf.fit_of(data, wv), [], None, 0.0, 0, 0.0, 0.0, 0)
+            self._finish(data, sf.fit_of(data, wv), [], None,
+                         sf.ridge_objective(data, wv, self.rho), 1, 0.0, 0.0, 0)
             return self
         # bounds start without points when the exchange runs: imposed where the fit
         # violates them (a bound far from the data would otherwise cost its slack)
-        data.points = [np.zeros((0, p)) if con.kind == "value" and self.certify
-                       and self.max_exchange > 0 else self._initial_points(data, rng)
+        data.points = [np.zeros((0, p)) if con.kind == "value" and self.max_exchange > 0
+                       else self._initial_points(data, rng)
                        for con in constraints]
         design = self._design(data.box, rng)
         n_exchange = 0
@@ -298,7 +303,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
             total_iter += sol.n_iter
             fit = sf.fit_of(data, sol.w)
             checks: dict[int, tuple] = {}
-            if not self.certify or n_exchange >= self.max_exchange:
+            if n_exchange >= self.max_exchange:
                 break
             added = False
             for k, con in enumerate(constraints):
@@ -323,7 +328,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         scale = constraint_scale(fit, con, design)
         thr = -self.certify_tol * scale
         new, smin, _ = sf.most_violated(fit, con, design, box, thr, n_add=8)
-        if new.shape[0]:
+        if new.shape[0] or not self.certify:
             return new, None
         bound, status, smin, n_cells, argmin = certify_constraint(
             fit, con, box, smin, scale, self.certify_tol, self.max_cells)
@@ -433,7 +438,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
                           "found, not bounds); raise max_cells or certify_tol",
                           UncertifiedShapeWarning, stacklevel=3)
 
-    # ---- the fitted function ----------------------------------------------------------------------
+    # ---- the fitted function ----------------------------------------------------------------
     def _check_X(self, X: ArrayLike) -> np.ndarray:
         return fitted_input(self, X, "alpha_")
 

@@ -113,7 +113,7 @@ def constraint_scale(fit: Fit, con: ShapeConstraint, design: np.ndarray) -> floa
     return max(float(np.mean(np.abs(g))), 1e-2)
 
 
-# ---- the certified-shape predictor -----------------------------------------------------------------
+# ---- the certified-shape predictor -------------------------------------------------------------
 @dataclass
 class Correction:
     """h(u) = scale * (f(u) + sum_p lin_p (u_p - a_p) + quad_p (u_p - a_p)^2) + shift."""

@@ -252,7 +252,8 @@ def solve(est: Any, data: ShapeData, constraints: list[ShapeConstraint],
     empty = [np.zeros((0, c.d, c.d)) for c in constraints]
     if problem is None:
         w = ridge_solution(data, est.rho)
-        return Solution(w, [], empty, float("nan"), 0, 0.0, 0.0)
+        # one linear solve (n_iter_ counts it, as scikit-learn expects n_iter_ >= 1)
+        return Solution(w, [], empty, ridge_objective(data, w, est.rho), 1, 0.0, 0.0)
     if est.solver == "primal":
         prob, wv, sos = problem.cvxpy_problem()
         solve_cvxpy(prob, solver=est.primal_solver, tol=min(est.tol, 1e-8),
@@ -281,13 +282,20 @@ def ridge_solution(data: ShapeData, rho: float) -> np.ndarray:
     return sla.solve(0.5 * (H + H.T), data.M.T @ data.t / data.n, assume_a="pos")
 
 
+def ridge_objective(data: ShapeData, w: np.ndarray, rho: float) -> float:
+    """||t - M w||^2 / n + rho ||v||^2."""
+    r = data.t - data.M @ w
+    v = w[data.e:]
+    return float(r @ r) / data.n + rho * float(v @ v)
+
+
 def fit_of(data: ShapeData, w: np.ndarray) -> Fit:
     """The fitted function of the coefficients w = (beta, v)."""
     alpha = sla.solve_triangular(data.R, w[data.e:], lower=False)
     return Fit(data.kernel, data.C, alpha, np.asarray(w[:data.e], dtype=np.float64))
 
 
-# ---- the exchange method ---------------------------------------------------------------------------
+# ---- the exchange method -----------------------------------------------------------------------
 def most_violated(fit: Fit, con: ShapeConstraint, design: np.ndarray, box, threshold: float,
                   n_add: int, n_local: int = 3) -> tuple[np.ndarray, float, np.ndarray]:
     """Points where g < threshold: the worst design points (at most n_add, spread out)
@@ -323,12 +331,20 @@ def most_violated(fit: Fit, con: ShapeConstraint, design: np.ndarray, box, thres
     return pts, best_g, best_x
 
 
+#: A new constraint point closer than this (sup norm, in bandwidths) to one already there is
+#: not added: the constraint nearly holds there already, and nearly repeated points make
+#: the SoS features ill-conditioned (a costly B, a slow dual).
+MIN_SPACING = 0.1
+
+
 def add_points(Z: np.ndarray, new: np.ndarray, box) -> np.ndarray:
-    """Z with the rows of new that are not (nearly) already in it."""
-    lo, hi = box
-    tol = 1e-6 * max(float(np.max(hi - lo)), 1.0)
-    keep = [z for z in new if np.min(np.max(np.abs(Z - z), axis=1)) > tol]
-    return np.vstack([Z, *keep]) if keep else Z
+    """Z with the rows of new that are not within MIN_SPACING of a row of Z (or of an
+    earlier row of new); standardized units (bandwidth 1)."""
+    tol = MIN_SPACING
+    for z in new:
+        if Z.shape[0] == 0 or np.min(np.max(np.abs(Z - z), axis=1)) > tol:
+            Z = np.vstack([Z, z])
+    return Z
 
 
 def pad_dual(G: list[np.ndarray] | None, points: list[np.ndarray],

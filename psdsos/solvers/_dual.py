@@ -117,7 +117,8 @@ class DualProblem:
 
 
 def solve_dual(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,
-               init: np.ndarray | None = None, step_size: float | None = None,
+               init: np.ndarray | list[np.ndarray] | None = None,
+               step_size: float | None = None,
                precondition: bool = True, verbose: bool | int = False,
                history: bool = False) -> DualResult:
     r"""Minimize the negative-part dual :math:`D(\Gamma)` defined in the module docstring.
