@@ -6,20 +6,10 @@ from __future__ import annotations
 
 import sys
 
+from psdsos.cli import _fit_common as fc
 from psdsos.cli._common import _check_output_path, _fmt, _UsageError
 from psdsos.cli._convex_fit import _convex_grid
 from psdsos.cli._csv import _fit_columns, _read_csv
-from psdsos.cli._fit_common import (
-    CV_MAX_ITER,
-    _check_cv_size,
-    _print_certificates,
-    _print_header,
-    _report_selection,
-    _save_model,
-    _search_and_refit,
-    _search_grid,
-    _solver_settings,
-)
 from psdsos.cli._scaling import _InUserUnits, _Scaling
 
 #: The shape options, in the order of the estimator's constraints.
@@ -105,7 +95,7 @@ def _shape_fit(args, out):
     table = _read_csv(args.data, args.delimiter)
     X, y, names, ignored = _fit_columns(table, args.target, args.features)
     spec = _shape_spec(args, names)
-    min_train = _check_cv_size(X.shape[0], args.cv, args.data)
+    min_train = fc._check_cv_size(X.shape[0], args.cv, args.data)
     centers, r, centers_text = _centers(args, min_train)
     if args.model is not None:
         _check_output_path(args.model, "--model")
@@ -114,19 +104,19 @@ def _shape_fit(args, out):
     # bounds in the target's units -> the standardized target the estimator sees
     bounds = {key: None if v is None else float(scaling.y(v))
               for key, v in (("lower", args.lower), ("upper", args.upper))}
-    grid, grid_text, factor_of = _search_grid(args, Xs, _convex_grid)
+    grid, grid_text, factor_of = fc._search_grid(args, Xs, _convex_grid)
     est = ShapeConstrainedRegressor(
         **spec, **bounds, kernel=args.kernel, lam1=0.0, solver=args.solver,
         primal_solver=args.primal_solver, centers=centers, n_landmarks=r,
         certify_tol=args.certify_tol, max_cells=args.max_cells,
         max_exchange=args.max_exchange, random_state=args.random_state,
-        **_solver_settings(args))
+        **fc._solver_settings(args))
     # the CV fits hold the constraints at their points only (no exchange, no certificate)
     cv_params = {"certify": False}
     if args.solver == "dual":
-        cv_params["max_iter"] = min(est.max_iter, CV_MAX_ITER)
+        cv_params["max_iter"] = min(est.max_iter, fc.CV_MAX_ITER)
 
-    _print_header("shape-fit", args.data, X.shape[0], names, args.target,
+    fc._print_header("shape-fit", args.data, X.shape[0], names, args.target,
                   f"shape-constrained ({_shape_text(spec, names, args)})", ignored, grid_text,
                   out)
     print(f"model: ShapeConstrainedRegressor, {args.kernel} kernel, lam1 = 0, {centers_text}, "
@@ -134,16 +124,16 @@ def _shape_fit(args, out):
           + (f" ({args.primal_solver})" if args.solver == "primal" else "")
           + f"; certificates: certify_tol = {_fmt(args.certify_tol)}, max_cells = "
           f"{args.max_cells} per constraint", file=out)
-    res, best, model = _search_and_refit(est, Xs, ys, grid, args, cv_params, out,
+    res, best, model = fc._search_and_refit(est, Xs, ys, grid, args, cv_params, out,
                                          silenced=(UncertifiedShapeWarning,))
     user = _InUserUnits(model, scaling)
-    _report_selection(res, best, factor_of, scaling, names, user, X, y, out)
-    uncertified = _print_certificates(model, scaling, names, args.target, out)
+    fc._report_selection(res, best, factor_of, scaling, names, user, X, y, out)
+    uncertified = fc._print_certificates(model, scaling, names, args.target, out)
     print(f"exchange rounds: {model.n_exchange_}; certified-shape predictor: correction "
           f"{model.correction_:.4g} of the constraints' scale (0: the predictions are the "
           "raw fit)", file=out)
     if args.model is not None:
-        written = _save_model(model, args.model, names, args.target, scaling)
+        written = fc._save_model(model, args.model, names, args.target, scaling)
         print(f"model file: {written}", file=out)
     if uncertified:
         msg = (f"the constraints {', '.join(uncertified)} are not proved on the box of the "
