@@ -168,16 +168,18 @@ def test_same_certificates_in_any_units(fitted, tmp_path):
         assert b[name][2] == pytest.approx(rel, abs=1e-3)
 
 
-@pytest.mark.parametrize("command", ["convex-predict", "predict"])
-def test_model_round_trip_through_predict(fitted, command):
+@pytest.mark.parametrize("command, raw", [("convex-predict", False), ("predict", False),
+                                          ("predict", True)])
+def test_model_round_trip_through_predict(fitted, command, raw):
     """Predictions in raw units equal the in-process estimator's on the same standardized
-    data (certified-shape predictor), and the file keeps the columns and certificates."""
+    data (the certified-shape predictor, or the raw fit with --raw), and the file keeps the
+    columns and certificates."""
     import psdsos
     from psdsos.sos import load_npz
 
-    out_csv = fitted["tmp"] / f"pred-{command}.csv"
+    out_csv = fitted["tmp"] / f"pred-{command}-{raw}.csv"
     code, out, err = _run([command, str(fitted["model"]), fitted["data"], "--out",
-                           str(out_csv)])
+                           str(out_csv), *(["--raw"] if raw else [])])
     assert code == 0, err
     assert f"psdsos {command}: 60 rows" in out and "error (MSE) against column 'spend'" in out
     with open(out_csv, newline="", encoding="utf-8") as fh:
@@ -185,13 +187,25 @@ def test_model_round_trip_through_predict(fitted, command):
     assert rows[0] == [*HEADER, "spend_predicted"]
     pred = np.array([float(r[-1]) for r in rows[1:]])
     est, xm, xs, ym, sy = _reference(fitted)
-    ref = ym + sy * est.predict((fitted["X"] - xm) / xs)
+    ref = ym + sy * est.predict((fitted["X"] - xm) / xs, raw=raw)
     np.testing.assert_allclose(pred, ref, rtol=1e-10, atol=1e-10 * sy)
     model = psdsos.load(fitted["model"])
     assert isinstance(model, psdsos.ShapeConstrainedRegressor)
     assert set(model.certificate_) == set(est.certificate_)
     _, meta = load_npz(fitted["model"])
     assert meta[COLUMNS_KEY] == {"features": ["income", "age"], "target": "spend"}
+
+
+def test_raw_predictions_need_a_shape_model(tmp_path):
+    from psdsos import ConvexRegressor
+
+    X = np.linspace(0.0, 1.0, 8)[:, None]
+    ConvexRegressor(n_landmarks=None, max_iter=20).fit(X, X[:, 0] ** 2).save(tmp_path / "c")
+    data = tmp_path / "d.csv"
+    data.write_text("x\n0.5\n", encoding="utf-8")
+    code, _, err = _run(["predict", str(tmp_path / "c.npz"), str(data), "--features", "x",
+                         "--raw"])
+    assert code == 1 and "--raw applies to models saved by shape-fit" in err
 
 
 def test_strict_exits_1_when_a_constraint_is_only_sampled(tmp_path):
@@ -231,6 +245,11 @@ def test_unknown_column_exit_2(fitted):
         assert code == 2 and out == ""
         assert f"{option}: {bad!r} is not a feature column" in err
         assert "'income', 'age'" in err and "Traceback" not in err
+
+
+def test_missing_target_exit_2(fitted):
+    code, out, err = _run(["shape-fit", fitted["data"], "--increasing", "income"])
+    assert code == 2 and "needs --target COLUMN" in err and out == ""
 
 
 @pytest.mark.parametrize("argv, match", [

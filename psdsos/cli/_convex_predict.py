@@ -23,6 +23,12 @@ def _convex_predict(args, out):
         raise ValueError(f"{args.model} holds a {type(model).__name__}, not a ConvexRegressor "
                          "or a ShapeConstrainedRegressor (write one with psdsos convex-fit "
                          "--model or psdsos shape-fit --model)")
+    kwargs = {}
+    if args.raw:
+        if not isinstance(model, ShapeConstrainedRegressor):
+            raise ValueError("--raw applies to models saved by shape-fit (a "
+                             "ShapeConstrainedRegressor)")
+        kwargs["raw"] = True
     _, meta = load_npz(args.model)
     columns = meta.get(COLUMNS_KEY) or {}
     names = args.features if args.features is not None else columns.get("features")
@@ -47,9 +53,9 @@ def _convex_predict(args, out):
                          for name in names])
     if meta.get(SCALING_KEY) is not None:  # written by convex-fit or shape-fit: standardized
         scaling = _Scaling.from_meta(meta[SCALING_KEY], model.n_features_in_, args.model)
-        pred = scaling.y_back(model.predict(scaling.X(X)))
+        pred = scaling.y_back(model.predict(scaling.X(X), **kwargs))
     else:
-        pred = model.predict(X)
+        pred = model.predict(X, **kwargs)
 
     def write(fh):
         writer = csv.writer(fh, delimiter=args.delimiter, lineterminator="\n")

@@ -249,6 +249,9 @@ def _add_convex_parsers(sub):
                       help="name of the prediction column (default: <target>_predicted)")
     pred.add_argument("--delimiter", type=_delimiter, default=",", metavar="C",
                       help="CSV cell separator (default: ','; 'tab' for tabs)")
+    pred.add_argument("--raw", action="store_true",
+                      help="shape-fit models: predict with the raw fit, without the correction "
+                           "its certificates require (default: the certified-shape predictor)")
     pred.set_defaults(func=_convex_predict, verbose=False)
 
 

@@ -92,6 +92,8 @@ def _shape_fit(args, out):
     from psdsos.estimators import ShapeConstrainedRegressor, UncertifiedShapeWarning
 
     args.verbose = not args.quiet
+    if args.target is None:
+        raise _UsageError("shape-fit needs --target COLUMN (the column to predict)")
     table = _read_csv(args.data, args.delimiter)
     X, y, names, ignored = _fit_columns(table, args.target, args.features)
     spec = _shape_spec(args, names)
