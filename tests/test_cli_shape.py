@@ -266,17 +266,21 @@ def test_conflicting_or_missing_constraints_exit_2(fitted, argv, match):
     assert err.startswith("psdsos: error: ") and match in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("argv", [
-    ["shape-fit", "x.csv", "--target", "y", "--lower", "nan"],
-    ["shape-fit", "x.csv", "--target", "y", "--max-cells", "0"],
-    ["shape-fit", "x.csv", "--target", "y", "--certify-tol", "0"],
-    ["shape-fit", "x.csv", "--target", "y", "--increasing", "a,,b"],
-    ["shape-fit", "--target", "y", "--lower", "0"],
+@pytest.mark.parametrize("option, value, says", [
+    ("--lower", "nan", "expected a finite number"),
+    ("--max-cells", "0", "expected an integer >= 1"),
+    ("--certify-tol", "0", "expected a finite number > 0"),
+    ("--increasing", "a,,b", "without empty entries"),
 ])
-def test_bad_arguments_exit_2(argv, capsys):
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert "usage:" in err and "Traceback" not in err
+def test_malformed_options_are_usage_errors(option, value, says):
+    code, out, err = _run(["shape-fit", "x.csv", "--target", "y", option, value])
+    assert (code, out) == (2, "")
+    assert err.startswith("usage: psdsos shape-fit") and says in err and option in err
+
+
+def test_data_file_is_required():
+    code, _, err = _run(["shape-fit", "--target", "y", "--lower", "0"])
+    assert code == 2 and "the following arguments are required: DATA.csv" in err
 
 
 def test_help_lists_options(capsys):
