@@ -349,3 +349,16 @@ def test_convex_fit_prints_a_certificate_when_the_estimator_has_one(tmp_path, mo
     status, bound, rel, corr = _certificate_lines(out)["convex[x]"]
     assert (status, rel, corr) == ("sampled", 0.1, 0.0)
     assert bound == pytest.approx(0.25 * y.std() / x.std() ** 2, rel=1e-3)
+
+
+def test_n_landmarks_expands_the_fit_on_that_many_centers(tmp_path):
+    import psdsos
+
+    data, _, _ = _table(tmp_path / "t.csv")
+    argv = ["shape-fit", data, "--target", "spend", "--increasing", "income", *FAST]
+    code, out, err = _run([*argv, "--n-landmarks", "10", "--model", str(tmp_path / "m.npz")])
+    assert code == 0, err
+    assert "centers: 10 greedy landmarks" in out
+    assert psdsos.load(tmp_path / "m.npz").X_fit_.shape == (10, 2)
+    code, _, err = _run([*argv, "--n-landmarks", "31"])
+    assert code == 1 and "exceeds the 30 rows of the smallest 2-fold training set" in err
