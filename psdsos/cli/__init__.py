@@ -15,15 +15,23 @@ convex-fit
     (rho, lam2, sigma) over the grid of Appendix D.2 or a smaller one, refit, convexity deficit,
     optional model file (.npz + JSON, with the column names) and figure. ``--demo`` runs on
     samples of eq. (30) instead of a CSV file.
-convex-predict
-    Predictions of a model saved by ``convex-fit --model`` on the rows of a CSV file.
+shape-fit
+    Shape-constrained regression of one CSV column on the others with a
+    :class:`~psdsos.ShapeConstrainedRegressor`: increasing / decreasing in named columns,
+    convex / concave in named columns, lower / upper bounds on the values; the same k-fold
+    selection as convex-fit, then certificates of every constraint over the box of the data,
+    printed in the user's units.
+convex-predict (alias: predict)
+    Predictions of a model saved by ``convex-fit --model`` or ``shape-fit --model`` on the rows
+    of a CSV file.
 
 CSV input: a header row, one row per sample, ``,`` between cells (``--delimiter``). Missing,
 non-numeric or non-finite values in the columns used are errors (never silently dropped).
 
-Exit codes: 0 on success, 2 for bad arguments (argparse), 1 for errors raised by the library
-(bad values, solver failures, unwritable output), reported on one line as
-``psdsos: error: ...`` without a traceback.
+Exit codes: 0 on success, 2 for bad arguments (argparse, and column names or constraints
+that do not fit the data's columns), 1 for errors raised by the library (bad values, solver
+failures, unwritable output) and for ``shape-fit --strict`` when a constraint is not
+certified; errors are reported on one line as ``psdsos: error: ...`` without a traceback.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from collections.abc import Sequence
 # the commands' constants and helpers stay reachable as psdsos.cli.<name>
 from psdsos.cli._bures_demo import _demo_grid as _demo_grid
 from psdsos.cli._bures_demo import _linear_interpolation as _linear_interpolation
+from psdsos.cli._common import _UsageError
 from psdsos.cli._convex_fit import _convex_grid as _convex_grid
 from psdsos.cli._convex_fit import _deficit_advice as _deficit_advice
 from psdsos.cli._parser import _build_parser
@@ -56,7 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        0 on success, 2 for bad arguments, 1 for an error raised by the library.
+        0 on success, 2 for bad arguments, 1 for an error raised by the library (or an
+        uncertified constraint with ``shape-fit --strict``).
     """
     parser = _build_parser()
     try:
@@ -66,6 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     try:
         code = args.func(args, sys.stdout)
+    except _UsageError as exc:
+        print(f"psdsos: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
     except (ValueError, RuntimeError, ArithmeticError, ImportError, OSError) as exc:
         msg = " ".join(str(exc).split()) or type(exc).__name__
         print(f"psdsos: error: {msg}", file=sys.stderr)

@@ -9,6 +9,11 @@ import warnings
 from sklearn.base import clone
 
 
+class _UsageError(ValueError):
+    """A bad command line found after parsing (e.g. a column name the file does not have):
+    reported like a library error, on one line, but with exit code 2 as argparse's."""
+
+
 def _fmt(v):
     return f"{v:g}"
 

@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
-import os
 import sys
-import warnings
 
-from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
-
-from psdsos.cli._common import _check_output_path, _fmt, _report_cv_and_refit
+from psdsos.cli._common import _check_output_path, _fmt
 from psdsos.cli._csv import _fit_columns, _read_csv
-from psdsos.cli._scaling import COLUMNS_KEY, SCALING_KEY, _InUserUnits, _Scaling
+from psdsos.cli._fit_common import (
+    CV_MAX_ITER,
+    _check_cv_size,
+    _print_certificates,
+    _print_header,
+    _report_selection,
+    _save_model,
+    _search_and_refit,
+    _search_grid,
+    _solver_settings,
+)
+from psdsos.cli._scaling import _InUserUnits, _Scaling
 from psdsos.estimators import RELATIVE_DEFICIT_TOL, NonConvexFitWarning
 from psdsos.estimators._convex import AUTO_TRAIN_CENTERS
 
 #: Nystrom rank of the paper (Appendix D.2: rank 25 when n > 25).
 PAPER_N_LANDMARKS = 25
 #: Iteration cap of the dual solver for the cross-validation fits of convex-fit (not the refit).
-CONVEX_CV_MAX_ITER = 2000
+CONVEX_CV_MAX_ITER = CV_MAX_ITER
 #: Held-out points of ``convex-fit --demo`` (error against the noiseless eq. 30).
 N_DEMO_TEST = 1000
 
@@ -79,18 +86,6 @@ def _convex_data(args):
     return X, y, names, args.target, args.data, ignored, None
 
 
-def _check_cv_size(n, k, source):
-    min_train = n - -(-n // k)  # KFold: the largest test fold has ceil(n / k) rows
-    if n < 2:
-        raise ValueError(f"{source} has {n} data row; convex-fit needs at least 2")
-    if n < k or min_train < 2:
-        raise ValueError(
-            f"{source} has {n} data rows: too few for {k}-fold cross-validation (every "
-            "training fold needs 2 rows or more); lower --cv"
-        )
-    return min_train
-
-
 def _deficit_advice(n_rows: int) -> str:
     """What to try when the fit is not certified convex, by data size: exact features expand
     f on every row (an n x n kernel), sensible up to AUTO_TRAIN_CENTERS rows only."""
@@ -101,24 +96,10 @@ def _deficit_advice(n_rows: int) -> str:
             f"would expand f on every row, an n x n kernel)")
 
 
-def _save_convex_model(model, path, feature_names, target, scaling=None):
-    """ConvexRegressor.save with the column names (and the standardization of convex-fit)
-    in the file's JSON metadata."""
-    meta = {COLUMNS_KEY: {"features": list(feature_names), "target": target}}
-    if scaling is not None:
-        meta[SCALING_KEY] = scaling.to_meta()
-    model.save(path, metadata=meta)
-    path = os.fspath(path)
-    return path if path.endswith(".npz") else path + ".npz"  # numpy's rule
-
-
 def _convex_fit(args, out):
     from sklearn.metrics import mean_squared_error
-    from sklearn.model_selection import KFold
 
     from psdsos.estimators import ConvexRegressor
-    from psdsos.model_selection import grid_search_cv, relative_sigmas
-    from psdsos.solvers import InaccurateSolutionWarning
 
     args.verbose = not args.quiet
     X, y, names, target, source, ignored, test = _convex_data(args)
@@ -150,79 +131,26 @@ def _convex_fit(args, out):
         except ImportError:
             raise ImportError("--plot needs matplotlib: pip install psdsos[plot]") from None
 
-    grid, grid_text = _convex_grid(args.grid)
-    given = [key for key in ("rho", "lam2", "sigma") if getattr(args, key) is not None]
-    if given:
-        for key in given:
-            grid[key] = getattr(args, key)
-        grid_text = ", ".join(f"{key} in {{{', '.join(_fmt(v) for v in grid[key])}}}"
-                              + (" x scale" if key == "sigma" else "")
-                              for key in ("rho", "lam2", "sigma"))
-        grid_text += (f" ({', '.join('--' + key for key in given)} given, the rest from the "
-                      f"{args.grid} grid)")
-    if any(c <= 0 for c in grid["sigma"]):
-        raise ValueError(f"--sigma values must be > 0, got {', '.join(map(_fmt, grid['sigma']))}")
-    factors = list(grid["sigma"])
-    grid["sigma"] = relative_sigmas(factors, Xs)  # in standardized feature units
-    factor_of = dict(zip(grid["sigma"], factors, strict=True))
-    settings = {}
-    if args.tol is not None:
-        settings["tol"] = args.tol
-    if args.max_iter is not None:
-        settings["max_iter"] = args.max_iter
+    grid, grid_text, factor_of = _search_grid(args, Xs, _convex_grid)
     est = ConvexRegressor(args.kernel, lam1=0.0, solver=args.solver,
                           primal_solver=args.primal_solver, n_landmarks=r,
-                          concave=args.concave, random_state=args.random_state, **settings)
+                          concave=args.concave, random_state=args.random_state,
+                          **_solver_settings(args))
     cv_params = None
     if args.solver == "dual":
         cv_params = {"max_iter": min(est.max_iter, CONVEX_CV_MAX_ITER)}
 
     shape = "concave" if args.concave else "convex"
-    print(f"psdsos convex-fit: {source}", file=out)
-    print(f"data: n = {n} rows, features: {', '.join(names)}; target: {target}; "
-          f"{shape} fit", file=out)
-    if ignored:
-        print(f"ignored non-numeric columns: {', '.join(ignored)}", file=out)
+    _print_header("convex-fit", source, n, names, target, shape, ignored, grid_text, out)
     features_text = f"Nystrom rank {r}" if r is not None else "exact features"
-    print(f"grid: {grid_text}", file=out)
     print(f"model: ConvexRegressor, {args.kernel} kernel, lam1 = 0, {features_text}, "
           f"solver = {args.solver}"
           + (f" ({args.primal_solver})" if args.solver == "primal" else ""), file=out)
-
-    cv = KFold(args.cv, shuffle=True, random_state=args.random_state)
-    with warnings.catch_warnings():
-        # counted in the search result and printed below
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        warnings.simplefilter("ignore", FitFailedWarning)
-        # 'optimal_inaccurate' primal solves of the CV fits (the refit's are printed)
-        warnings.simplefilter("ignore", InaccurateSolutionWarning)
-        warnings.filterwarnings("ignore", message="Solution may be inaccurate",
-                                category=UserWarning)
-        # the selected fit's deficit is reported below
-        warnings.simplefilter("ignore", NonConvexFitWarning)
-        res = grid_search_cv(est, Xs, ys, grid, cv=cv, scoring="neg_mse", n_jobs=args.n_jobs,
-                             verbose=args.verbose, cv_params=cv_params, refit=False)
-    best, model, caught = _report_cv_and_refit(
-        res, est, Xs, ys, f"{args.cv}-fold CV (shuffled, seed {args.random_state})", "CV error",
-        est.max_iter if cv_params is None else cv_params["max_iter"], out)
-    if any(issubclass(w.category, InaccurateSolutionWarning) for w in caught):
-        # CVXPY's own "Solution may be inaccurate" says the same thing at more length
-        caught = [w for w in caught if not str(w.message).startswith("Solution may be inacc")]
-    # reported below with the command's own advice
-    caught = [w for w in caught if not issubclass(w.category, NonConvexFitWarning)]
-    for w in caught:
-        print(f"psdsos: warning (refit): {' '.join(str(w.message).split())}", file=sys.stderr)
-
+    # the selected fit's deficit is reported below with the command's own advice
+    res, best, model = _search_and_refit(est, Xs, ys, grid, args, cv_params, out,
+                                         silenced=(NonConvexFitWarning,))
     user = _InUserUnits(model, scaling)
-    sigma_std = best["sigma"]
-    print(f"selected: rho = {_fmt(best['rho'])}, lam2 = {_fmt(best['lam2'])}, "
-          f"sigma = {_fmt(factor_of[sigma_std])} x scale", file=out)
-    widths = ", ".join(f"{name}: {_fmt(sigma_std * s)}"
-                       for name, s in zip(names, scaling.x_scale, strict=True))
-    print(f"bandwidth: {_fmt(sigma_std)} standardized units (in the features' units: "
-          f"{widths})", file=out)
-    print(f"CV error (MSE): {-res.best_score_ * scaling.y_scale ** 2:.6g}", file=out)
-    print(f"training error (MSE): {mean_squared_error(y, user.predict(X)):.6g}", file=out)
+    _report_selection(res, best, factor_of, scaling, names, user, X, y, out)
     kind, hessian = ("concavity", "-Hessian") if args.concave else ("convexity", "Hessian")
     eta = model.convexity_deficit(random_state=args.random_state)
     kappa = model.curvature_scale(random_state=args.random_state)
@@ -237,17 +165,19 @@ def _convex_fit(args, out):
         if args.strict:
             raise ValueError(msg + " (--strict)")
         print(f"psdsos: warning: {msg}", file=sys.stderr)
+    # a certificate of the Hessian on the box, when the estimator gives one
+    _print_certificates(model, scaling, names, target, out, default_name=shape)
     if test is not None:
         X_test, y_test = test
         err = mean_squared_error(y_test, user.predict(X_test))
         print(f"held-out error (MSE) against the noiseless function, {len(y_test)} new "
               f"points: {err:.6g}", file=out)
     if args.model is not None:
-        written = _save_convex_model(model, args.model, names, target, scaling)
+        written = _save_model(model, args.model, names, target, scaling)
         print(f"model file: {written}", file=out)
     if plot is not None:
         title = (f"{shape} fit of {target}: rho = {_fmt(best['rho'])}, "
-                 f"lam2 = {_fmt(best['lam2'])}, sigma = {_fmt(factor_of[sigma_std])} x scale")
+                 f"lam2 = {_fmt(best['lam2'])}, sigma = {_fmt(factor_of[best['sigma']])} x scale")
         fig = plot_convex_fit(user, X, y, feature_names=names, target_name=target,
                               title=title)
         fig.savefig(plot, dpi=120)

@@ -1,4 +1,5 @@
-"""``psdsos convex-predict``: predictions of a model saved by ``convex-fit --model``."""
+"""``psdsos convex-predict`` (alias ``predict``): predictions of a model saved by
+``convex-fit --model`` or ``shape-fit --model``."""
 
 from __future__ import annotations
 
@@ -14,19 +15,26 @@ from psdsos.cli._scaling import COLUMNS_KEY, SCALING_KEY, _Scaling
 def _convex_predict(args, out):
     from sklearn.metrics import mean_squared_error
 
-    from psdsos.estimators import ConvexRegressor, load
+    from psdsos.estimators import ConvexRegressor, ShapeConstrainedRegressor, load
     from psdsos.sos import load_npz
 
     model = load(args.model)
-    if not isinstance(model, ConvexRegressor):
+    if not isinstance(model, (ConvexRegressor, ShapeConstrainedRegressor)):
         raise ValueError(f"{args.model} holds a {type(model).__name__}, not a ConvexRegressor "
-                         "(write one with psdsos convex-fit --model)")
+                         "or a ShapeConstrainedRegressor (write one with psdsos convex-fit "
+                         "--model or psdsos shape-fit --model)")
+    kwargs = {}
+    if args.raw:
+        if not isinstance(model, ShapeConstrainedRegressor):
+            raise ValueError("--raw applies to models saved by shape-fit (a "
+                             "ShapeConstrainedRegressor)")
+        kwargs["raw"] = True
     _, meta = load_npz(args.model)
     columns = meta.get(COLUMNS_KEY) or {}
     names = args.features if args.features is not None else columns.get("features")
     if names is None:
         raise ValueError(f"{args.model} has no feature names (it was not written by "
-                         "psdsos convex-fit): give them with --features")
+                         "psdsos convex-fit or shape-fit): give them with --features")
     if len(names) != model.n_features_in_:
         raise ValueError(f"the model takes {model.n_features_in_} features, but "
                          f"{len(names)} feature columns were given: {', '.join(names)}")
@@ -43,11 +51,11 @@ def _convex_predict(args, out):
                          "with --column")
     X = np.column_stack([table.column(table.index(name, "feature"), "feature")
                          for name in names])
-    if meta.get(SCALING_KEY) is not None:  # written by convex-fit: standardized units
+    if meta.get(SCALING_KEY) is not None:  # written by convex-fit or shape-fit: standardized
         scaling = _Scaling.from_meta(meta[SCALING_KEY], model.n_features_in_, args.model)
-        pred = scaling.y_back(model.predict(scaling.X(X)))
+        pred = scaling.y_back(model.predict(scaling.X(X), **kwargs))
     else:
-        pred = model.predict(X)
+        pred = model.predict(X, **kwargs)
 
     def write(fh):
         writer = csv.writer(fh, delimiter=args.delimiter, lineterminator="\n")
@@ -60,7 +68,7 @@ def _convex_predict(args, out):
         return 0
     with open(args.out, "w", newline="", encoding="utf-8") as fh:
         write(fh)
-    print(f"psdsos convex-predict: {len(pred)} rows of {args.data}, features: "
+    print(f"psdsos {args.command}: {len(pred)} rows of {args.data}, features: "
           f"{', '.join(names)}", file=out)
     if target is not None and target in table.header:
         try:

@@ -6,8 +6,9 @@ import argparse
 import math
 
 from psdsos.cli._bures_demo import _bures_demo
-from psdsos.cli._convex_fit import CONVEX_CV_MAX_ITER, PAPER_N_LANDMARKS, _convex_fit
+from psdsos.cli._convex_fit import PAPER_N_LANDMARKS, _convex_fit
 from psdsos.cli._convex_predict import _convex_predict
+from psdsos.cli._fit_common import CV_MAX_ITER
 from psdsos.cli._kernels import (
     CONVEX_DEFAULT_KERNEL,
     DEMO_KERNELS,
@@ -15,6 +16,7 @@ from psdsos.cli._kernels import (
     hessian_kernels,
     listed,
 )
+from psdsos.cli._shape_fit import _shape_fit
 from psdsos.estimators import RELATIVE_DEFICIT_TOL
 
 
@@ -103,6 +105,16 @@ def _positive_float(text):
     return _float_value(text, positive=True)
 
 
+def _finite_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
 def _float_list(text):
     parts = [p.strip() for p in text.split(",")]
     if not all(parts):
@@ -131,6 +143,44 @@ def _delimiter(text):
     return text
 
 
+def _add_fit_options(fit, *, seeds):
+    """The options convex-fit and shape-fit share: columns, CV grid, kernel, solver, output."""
+    fit.add_argument("--target", metavar="COLUMN", help="the column to predict")
+    fit.add_argument("--features", type=_name_list, metavar="A,B,...",
+                     help="feature columns (default: every other numeric column)")
+    fit.add_argument("--cv", type=_int_at_least(2), default=5, metavar="K",
+                     help="number of cross-validation folds, shuffled (default: 5)")
+    fit.add_argument("--grid", choices=("paper", "small"), default="small",
+                     help="small: 12 candidates (default); paper: Appendix D.2, 60 candidates")
+    fit.add_argument("--rho", type=_float_list, metavar="V,...",
+                     help="replace the grid's rho values (ridge weight on f)")
+    fit.add_argument("--lam2", type=_float_list, metavar="V,...",
+                     help="replace the grid's lam2 values (Frobenius weight on B)")
+    fit.add_argument("--sigma", type=_float_list, metavar="V,...",
+                     help="replace the grid's kernel bandwidths, as multiples of the "
+                          "standardized features' scale sqrt(n_features / 2)")
+    fit.add_argument("--kernel", choices=hessian_kernels(), default=CONVEX_DEFAULT_KERNEL,
+                     help=f"kernel (default: {CONVEX_DEFAULT_KERNEL}, as the paper)")
+    fit.add_argument("--solver", choices=("dual", "primal"), default="dual",
+                     help="dual: accelerated gradient (default); primal: an SDP through CVXPY")
+    fit.add_argument("--primal-solver", choices=("CLARABEL", "SCS"), default="CLARABEL",
+                     help="SDP solver of --solver primal (default: CLARABEL)")
+    fit.add_argument("--tol", type=_positive_float, default=None,
+                     help="solver tolerance (default: the estimator's, 1e-6)")
+    fit.add_argument("--max-iter", type=_int_at_least(1), default=None, metavar="N",
+                     help="dual iterations of the final fit (default: the estimator's); the "
+                          f"CV fits stop at min(N, {CV_MAX_ITER})")
+    fit.add_argument("--random-state", type=_int_at_least(0), default=0, metavar="SEED",
+                     help=f"seed of {seeds} (default: 0)")
+    fit.add_argument("--n-jobs", type=int, default=None, metavar="N",
+                     help="parallel jobs for the search (joblib; -1: all cores)")
+    fit.add_argument("--model", metavar="OUT.npz",
+                     help="save the fitted model there (.npz + JSON, with the column names)")
+    fit.add_argument("--delimiter", type=_delimiter, default=",", metavar="C",
+                     help="CSV cell separator (default: ','; 'tab' for tabs)")
+    fit.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+
+
 def _add_convex_parsers(sub):
     fit = sub.add_parser(
         "convex-fit",
@@ -152,9 +202,8 @@ def _add_convex_parsers(sub):
     )
     fit.add_argument("data", nargs="?", metavar="DATA.csv",
                      help="CSV file with a header row (not with --demo)")
-    fit.add_argument("--target", metavar="COLUMN", help="the column to predict")
-    fit.add_argument("--features", type=_name_list, metavar="A,B,...",
-                     help="feature columns (default: every other numeric column)")
+    _add_fit_options(fit, seeds="the folds, the Nystrom landmarks, the deficit estimate and "
+                                "the demo data")
     fit.add_argument("--demo", action="store_true",
                      help="built-in data: noisy samples of eq. (30) of the PSD paper "
                           "(negated with --concave)")
@@ -164,67 +213,100 @@ def _add_convex_parsers(sub):
                      help="--demo: input dimension (default: 2)")
     fit.add_argument("--noise", type=_nonnegative_float, default=None, metavar="ETA",
                      help="--demo: noise level eta (default: 0.1)")
-    fit.add_argument("--cv", type=_int_at_least(2), default=5, metavar="K",
-                     help="number of cross-validation folds, shuffled (default: 5)")
-    fit.add_argument("--grid", choices=("paper", "small"), default="small",
-                     help="small: 12 candidates (default); paper: Appendix D.2, 60 candidates")
-    fit.add_argument("--rho", type=_float_list, metavar="V,...",
-                     help="replace the grid's rho values (ridge weight on f)")
-    fit.add_argument("--lam2", type=_float_list, metavar="V,...",
-                     help="replace the grid's lam2 values (Frobenius weight on B)")
-    fit.add_argument("--sigma", type=_float_list, metavar="V,...",
-                     help="replace the grid's kernel bandwidths, as multiples of the "
-                          "standardized features' scale sqrt(n_features / 2)")
-    fit.add_argument("--kernel", choices=hessian_kernels(), default=CONVEX_DEFAULT_KERNEL,
-                     help=f"kernel (default: {CONVEX_DEFAULT_KERNEL}, as the paper)")
     fit.add_argument("--concave", action="store_true", help="fit a concave function")
-    fit.add_argument("--solver", choices=("dual", "primal"), default="dual",
-                     help="dual: accelerated gradient (default); primal: an SDP through CVXPY")
-    fit.add_argument("--primal-solver", choices=("CLARABEL", "SCS"), default="CLARABEL",
-                     help="SDP solver of --solver primal (default: CLARABEL)")
     fit.add_argument("--n-landmarks", type=_landmarks, default=None, metavar="R",
                      help=f"Nystrom rank, or 'exact' (default: {PAPER_N_LANDMARKS} when every "
                           f"CV training fold has more than {PAPER_N_LANDMARKS} rows, as the "
                           "paper; otherwise exact features)")
-    fit.add_argument("--tol", type=_positive_float, default=None,
-                     help="solver tolerance (default: the estimator's, 1e-6)")
-    fit.add_argument("--max-iter", type=_int_at_least(1), default=None, metavar="N",
-                     help="dual iterations of the final fit (default: the estimator's); the "
-                          f"CV fits stop at min(N, {CONVEX_CV_MAX_ITER})")
-    fit.add_argument("--random-state", type=_int_at_least(0), default=0, metavar="SEED",
-                     help="seed of the folds, the Nystrom landmarks, the deficit estimate "
-                          "and the demo data (default: 0)")
-    fit.add_argument("--n-jobs", type=int, default=None, metavar="N",
-                     help="parallel jobs for the search (joblib; -1: all cores)")
-    fit.add_argument("--model", metavar="OUT.npz",
-                     help="save the fitted model there (.npz + JSON, with the column names)")
     fit.add_argument("--plot", metavar="OUT.png",
                      help="draw the data and the fit (1 or 2 features; skipped otherwise)")
-    fit.add_argument("--delimiter", type=_delimiter, default=",", metavar="C",
-                     help="CSV cell separator (default: ','; 'tab' for tabs)")
-    fit.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     fit.add_argument("--strict", action="store_true",
                      help="exit 1 (error) instead of warning when the relative convexity "
                           f"deficit exceeds {RELATIVE_DEFICIT_TOL:g}")
     fit.set_defaults(func=_convex_fit)
 
+    _add_shape_parser(sub)
     pred = sub.add_parser(
-        "convex-predict",
-        help="predict with a model saved by convex-fit --model",
+        "convex-predict", aliases=["predict"],
+        help="predict with a model saved by convex-fit --model or shape-fit --model",
         description=(
-            "Evaluate a model saved by `psdsos convex-fit --model` on the rows of DATA.csv "
-            "(the feature columns saved with the model must be present; other columns are "
-            "copied). Writes DATA.csv with a prediction column appended, to --out or stdout."
+            "Evaluate a model saved by `psdsos convex-fit --model` or `psdsos shape-fit "
+            "--model` on the rows of DATA.csv, in the columns' own units (the standardization "
+            "saved with the model is applied; the feature columns saved with the model must "
+            "be present; other columns are copied). A shape-fit model predicts with its "
+            "certified-shape predictor (the fit plus the correction its certificates "
+            "require). Writes DATA.csv with a prediction column appended, to --out or stdout."
         ),
     )
-    pred.add_argument("model", metavar="MODEL.npz", help="file written by convex-fit --model")
+    pred.add_argument("model", metavar="MODEL.npz",
+                      help="file written by convex-fit --model or shape-fit --model")
     pred.add_argument("data", metavar="DATA.csv", help="CSV file with a header row")
     pred.add_argument("--out", metavar="PRED.csv", help="output file (default: stdout)")
     pred.add_argument("--features", type=_name_list, metavar="A,B,...",
                       help="feature columns, for a model saved from Python (default: the "
-                           "names saved by convex-fit)")
+                           "names saved by convex-fit or shape-fit)")
     pred.add_argument("--column", metavar="NAME", default=None,
                       help="name of the prediction column (default: <target>_predicted)")
     pred.add_argument("--delimiter", type=_delimiter, default=",", metavar="C",
                       help="CSV cell separator (default: ','; 'tab' for tabs)")
+    pred.add_argument("--raw", action="store_true",
+                      help="shape-fit models: predict with the raw fit, without the correction "
+                           "its certificates require (default: the certified-shape predictor)")
     pred.set_defaults(func=_convex_predict, verbose=False)
+
+
+def _add_shape_parser(sub):
+    fit = sub.add_parser(
+        "shape-fit",
+        help="regression of a CSV column on the others under shape constraints, certified",
+        description=(
+            "Fit a smooth function of the feature columns of DATA.csv to its --target column "
+            "under shape constraints: increasing or decreasing in named columns, convex or "
+            "concave in named columns (jointly: the Hessian block of those columns), lower "
+            "and upper bounds on the values (a ShapeConstrainedRegressor: one kernel SoS "
+            "block per constraint). (rho, lam2, sigma) are chosen by k-fold cross-validation "
+            "(mean squared error; the CV fits hold the constraints at their constraint points "
+            "only), then the refit searches the box of the data for violations, adds them as "
+            "constraint points, and proves a lower bound of every constraint function over "
+            "the box (its certificate: 'certified', or 'sampled' when the budget of cells "
+            "runs out). The features and the target are standardized first (mean 0, "
+            "standard deviation 1 per column; stored in the model file): a positive scaling "
+            "of each feature keeps monotonicity and convexity in it, so the constraints mean "
+            "the same in the columns' own units; --lower and --upper are in the target's "
+            "units, and the certificates are printed in the columns' units (the bound of a "
+            "Hessian block of columns with different spreads is then a valid but "
+            "conservative lower bound of its smallest eigenvalue). Put DATA.csv before "
+            "--convex / --concave without a value."
+        ),
+    )
+    fit.add_argument("data", metavar="DATA.csv", help="CSV file with a header row")
+    _add_fit_options(fit, seeds="the folds, the constraint points and the search")
+    shape = fit.add_argument_group("shape constraints (column names among the features)")
+    for opt, what in (("increasing", "non-decreasing"), ("decreasing", "non-increasing")):
+        shape.add_argument(f"--{opt}", type=_name_list, metavar="A,B,...",
+                           help=f"the fit is {what} in each of these columns")
+    for opt in ("convex", "concave"):
+        shape.add_argument(f"--{opt}", type=_name_list, nargs="?", const=True,
+                           metavar="A,B,...",
+                           help=f"the fit is jointly {opt} in these columns (no value: in "
+                                "all the features)")
+    shape.add_argument("--lower", type=_finite_float, metavar="X",
+                       help="lower bound of the values, in the target's units")
+    shape.add_argument("--upper", type=_finite_float, metavar="X",
+                       help="upper bound of the values, in the target's units")
+    fit.add_argument("--n-landmarks", type=_landmarks, default=None, metavar="R",
+                     help="expand the fit on R greedy landmarks, or 'exact': on every "
+                          "training row (default: every row up to 2000 rows, 200 landmarks "
+                          "beyond)")
+    fit.add_argument("--certify-tol", type=_positive_float, default=1e-2, metavar="TOL",
+                     help="relative tolerance of the violation search and of the "
+                          "certificates (default: 1e-2)")
+    fit.add_argument("--max-cells", type=_int_at_least(1), default=400_000, metavar="N",
+                     help="budget of cells per constraint of the certificates' branch and "
+                          "bound; beyond it the status is 'sampled' (default: 400000)")
+    fit.add_argument("--max-exchange", type=_int_at_least(0), default=10, metavar="N",
+                     help="rounds of the violation search of the refit (default: 10)")
+    fit.add_argument("--strict", action="store_true",
+                     help="exit 1 (after the report) when a constraint's certificate is not "
+                          "'certified'")
+    fit.set_defaults(func=_shape_fit)
