@@ -212,28 +212,24 @@ def test_strict_exits_1_when_a_constraint_is_only_sampled(tmp_path):
     """One cell for the branch and bound: no proof (status "sampled"), exit 1 after the
     whole report; without --strict the same run warns and exits 0."""
     data, _, _ = _table(tmp_path / "t.csv")
-    argv = ["shape-fit", data, "--target", "spend", "--increasing", "income", *FAST,
-            "--max-cells", "1"]
+    # the Matern 5/2 kernel's Hessian bound needs far more than one cell
+    argv = ["shape-fit", data, "--target", "spend", "--concave", "income", *FAST,
+            "--kernel", "matern52", "--max-cells", "1"]
     code, out, err = _run([*argv, "--strict"])
-    status = _certificate_lines(out)["increasing[income]"][0]
+    status = _certificate_lines(out)["concave[income]"][0]
     assert status == "sampled"
     assert code == 1
-    assert "increasing[income]" in err and "(--strict)" in err and "Traceback" not in err
+    assert "concave[income]" in err and "(--strict)" in err and "Traceback" not in err
     assert "exchange rounds:" in out  # the report is printed before the exit code
     code, out2, err = _run(argv)
-    assert code == 0 and out2 == out
-    assert err.startswith("psdsos: warning: the constraints increasing[income] are not proved")
+    timing = re.compile(r"in \d+\.\d+ s")  # the CV's wall time differs between runs
+    assert code == 0 and timing.sub("", out2) == timing.sub("", out)
+    assert err.startswith("psdsos: warning: the constraints concave[income] are not proved")
 
 
-def test_strict_exits_0_when_every_constraint_is_certified(tmp_path, monkeypatch):
-    """A stubbed branch and bound that proves every constraint (bound = the sampled
-    minimum, as a finished branch and bound may): --strict passes, nothing on stderr."""
-    import psdsos.estimators._shape as shape_module
-
-    def proved(fit, con, box, sampled_min, scale, tol, max_cells):
-        return sampled_min, "certified", sampled_min, 1
-
-    monkeypatch.setattr(shape_module, "certify_constraint", proved)
+def test_strict_exits_0_when_every_constraint_is_certified(tmp_path):
+    """Gaussian kernel: the branch and bound proves every constraint; --strict passes,
+    nothing on stderr."""
     data, _, _ = _table(tmp_path / "t.csv")
     code, out, err = _run(["shape-fit", data, "--target", "spend", "--increasing", "income",
                            "--upper", "400", *FAST, "--strict"])

@@ -96,7 +96,10 @@ def certify_constraint(fit: Fit, con: ShapeConstraint, box, sampled_min: float, 
     try:
         cert = kernel_constraint_certificate(fit.kernel, fit.C, fit.alpha, affine, con.kind,
                                              lo, hi, goal=goal, tol=0.0,
-                                             max_cells=max_cells, **kw)
+                                             max_cells=max_cells,
+                                             # a budget below the default grid: one cell
+                                             initial=1 if max_cells < 4**lo.shape[0] else None,
+                                             **kw)
     except NotImplementedError:
         return sampled_min, "sampled", sampled_min, 0, None
     smin = min(sampled_min, float(cert.sampled_min))

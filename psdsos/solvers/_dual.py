@@ -181,7 +181,8 @@ def solve_dual(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,
         )
     if caps.proximal:
         qset = caps.quadratic_set() if caps.quadratic_set is not None else None
-        return solve_dual_prox(problem, tol=tol, max_iter=max_iter, init=init,
+        return solve_dual_prox(problem, tol=tol, max_iter=max_iter,
+                               init=None if init is None else np.asarray(init),
                                step_size=step_size, verbose=verbose, history=history,
                                qset=qset if precondition else None, caps=caps)
     t0 = time.perf_counter()
