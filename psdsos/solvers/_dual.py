@@ -212,10 +212,11 @@ class _GradientSteps:
         blk = view.blocks[0]
         Phi, d, lam2 = blk.Phi, blk.d, blk.lam2
         factor = caps.smooth_hessian_factor
-        # several blocks: the dense preconditioner when the problem describes grad^2 q
-        dense = (precondition and len(view.blocks) > 1 and factor is not None
+        # a problem of blocks (BlockDualProblem) that describes grad^2 q: the dense
+        # preconditioner over all its blocks
+        dense = (precondition and view.multi and factor is not None
                  and view.layout.size <= DENSE_BLOCKS_MAX)
-        precondition = precondition and len(view.blocks) == 1
+        precondition = precondition and len(view.blocks) == 1 and not dense
         if every:
             sizes = " + ".join(f"{b.N} x {b.N}" for b in view.blocks)
             what = (f"{blk.m} blocks of size {d} x {d}, B of size {sizes} (one "
