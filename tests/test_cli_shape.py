@@ -322,10 +322,11 @@ def test_hessian_block_bound_is_a_valid_lower_bound_in_raw_units():
         assert exact == (np.ptp(s) == 0)
 
 
-def test_convex_fit_prints_a_certificate_when_the_estimator_has_one(tmp_path, monkeypatch):
-    """ConvexRegressor without certificate_: no certificate lines; with one (stubbed): one
-    line, 'convex[x]', converted by s_y / s_x^2."""
-    from psdsos.estimators import ConvexRegressor, ShapeCertificate
+def test_convex_fit_prints_its_certificate(tmp_path, monkeypatch):
+    """convex-fit prints ConvexRegressor's certificate: one line 'convex[x]', proved on this
+    smooth convex curve; a stubbed record is converted by s_y / s_x^2."""
+    from psdsos.estimators import ShapeCertificate
+    from psdsos.estimators import _convex_certify
 
     rng = np.random.default_rng(1)
     x = rng.uniform(0.0, 50.0, 24)
@@ -337,9 +338,13 @@ def test_convex_fit_prints_a_certificate_when_the_estimator_has_one(tmp_path, mo
     argv = ["convex-fit", str(data), "--target", "y", *FAST, "--max-iter", "50"]
     code, out, err = _run(argv)
     assert code == 0, err
-    assert _certificate_lines(out) == {}
+    assert _certificate_lines(out)["convex[x]"][0] == "certified"
     cert = ShapeCertificate(bound=0.25, status="sampled", relative=0.1, sampled_min=0.25)
-    monkeypatch.setattr(ConvexRegressor, "certificate_", cert, raising=False)
+
+    def stub(est):
+        est.certificate_ = {"convex[0]": cert}
+
+    monkeypatch.setattr(_convex_certify, "convexity_certificate", stub)
     code, out, err = _run(argv)
     assert code == 0, err
     status, bound, rel, corr = _certificate_lines(out)["convex[x]"]

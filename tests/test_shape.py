@@ -272,3 +272,28 @@ def test_certificate_is_sampled_when_the_budget_is_tiny():
         est = ShapeConstrainedRegressor(concave=True, kernel="matern52", max_cells=50,
                                         max_exchange=0, random_state=0).fit(X, y)
     assert est.certificate_["concave[0,1]"].status == "sampled"
+
+
+@pytest.mark.parametrize("concave", [False, True])
+def test_convex_regressor_certificate_sound(concave, tmp_path):
+    """ConvexRegressor.certificate_: below lambda_min of the Hessian on a dense grid, in the
+    user's units whatever their magnitude, and kept by save/load."""
+    rng = np.random.default_rng(2)
+    x = rng.uniform(0.02, 0.3, 80)
+    y = 3 + 1 / x + 0.5 * rng.standard_normal(80)
+    if concave:
+        y = -y
+    est = ConvexRegressor(concave=concave, random_state=0).fit(1e-3 * x[:, None], 1e5 * y)
+    name = "concave[0]" if concave else "convex[0]"
+    cert = est.certificate_[name]
+    assert cert.status == "certified"
+    g = np.linspace(x.min(), x.max(), 20001)[:, None] * 1e-3
+    s = -1.0 if concave else 1.0
+    h = s * est.hessian(g)[:, 0, 0]
+    assert h.min() >= cert.bound
+    assert cert.bound <= cert.sampled_min
+    # tight: within twice the tolerance (1e-2 of the curvature scale) of the grid's minimum
+    scale = cert.bound / cert.relative if cert.relative != 0 else 1.0
+    assert h.min() - cert.bound <= 2e-2 * abs(scale)
+    est.save(tmp_path / "c.npz")
+    assert psdsos.load(tmp_path / "c.npz").certificate_ == est.certificate_

@@ -221,6 +221,13 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         Relative, hence the same in both units.
     constraint_residual_ : float
         Relative, hence the same in both units.
+    certificate_ : dict of str -> ShapeCertificate
+        ``{"convex[0,...,p-1]": record}`` (``"concave[...]"`` when concave): ``bound``, a
+        lower bound of the smallest Hessian eigenvalue of f (of -f when concave) over the
+        box of the training data in the user's units, proved by a branch and bound over
+        cells (``status="certified"``; Gaussian kernel and representation="approx", at most
+        20,000 cells) or else the smallest value found (``"sampled"``); ``relative``: the
+        bound over the curvature scale.  See :class:`ShapeConstrainedRegressor`.
     convexity_deficit_ : float
         The fit's certificate of convexity between the constraint points:
         ``convexity_deficit(relative=True)`` at the fit (4096 Sobol points of the training
@@ -546,9 +553,13 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
             return {"constraint_points": np.asarray(cp_, dtype=np.float64)}
         return {}
 
+    _saved_meta = {"certificate?": "dict"}
+
     def _saved_extra(self):
-        return {"x_box": self._box_array()}, {
-            "fitted": {"kernel": self.kernel_.name, "sigma": float(self.kernel_.sigma)}}
+        meta = {"fitted": {"kernel": self.kernel_.name, "sigma": float(self.kernel_.sigma)}}
+        if getattr(self, "certificate_", None) is not None:
+            meta["certificate"] = {k: v.as_dict() for k, v in self.certificate_.items()}
+        return {"x_box": self._box_array()}, meta
 
     @classmethod
     def _saved_spec(cls, spec, symbols, meta, source):
@@ -567,3 +578,11 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
                                  "min <= max")
             self.x_box_ = box
         self.n_features_in_ = self.X_fit_.shape[1]
+        if "certificate" in meta:  # files written before certificates have none
+            from psdsos.estimators._shape_certify import ShapeCertificate
+
+            try:
+                self.certificate_ = {str(k): ShapeCertificate(**v)
+                                     for k, v in meta["certificate"].items()}
+            except TypeError as exc:
+                raise ValueError(f"{source}: malformed certificate: {exc}") from None

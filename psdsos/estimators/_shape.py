@@ -150,7 +150,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         minima (status "sampled").
     certify_tol : float, default=1e-2
         Relative tolerance of the exchange and of the covering: the branch and bound stops
-        once it proves g >= min(0, sampled minimum) - certify_tol * scale.
+        once it proves g >= (sampled minimum) - certify_tol * scale.
     max_exchange : int, default=10
         Rounds of the exchange method (0: the constraints at the initial points only; the
         bounds ``lower`` and ``upper`` start without points and are imposed where the fit

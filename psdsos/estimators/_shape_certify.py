@@ -81,11 +81,12 @@ def certify_constraint(fit: Fit, con: ShapeConstraint, box, sampled_min: float, 
     """(bound, status, sampled_min, n_cells, argmin) of g over the box, standardized units.
 
     The branch and bound (:func:`psdsos.sos.kernel_constraint_certificate`) settles every
-    cell whose proved lower bound reaches ``goal = min(0, sampled_min) - tol * scale``.
+    cell whose proved lower bound reaches ``goal = sampled_min - tol * scale`` (within tol
+    of the scale below the smallest value found: >= 0 when that value is above tol).
     "certified": every cell settled, ``bound`` is proved; "sampled": the budget ran out (or
     the kernel has no closed-form bound), ``bound`` is the smallest value found.
     """
-    goal = min(0.0, sampled_min) - tol * scale
+    goal = sampled_min - tol * scale
     lo, hi = box
     kw: dict[str, Any] = {"sign": con.sign, "offset": con.offset}
     if con.kind == "derivative":
