@@ -194,7 +194,9 @@ def convexity_certificate(est):
                 CURVATURE_FLOOR * est.y_scale_ / est.x_scale_**2)
     smin = float(eig.min())
     bound, status, n_cells = smin, "sampled", 0
-    if est.representation == "approx":
+    from psdsos.estimators._shape_certify import certifiable
+
+    if est.representation == "approx" and certifiable(p, p):
         # in the standardized units (kernel of bandwidth 1; Hessians y_scale_ / x_scale_^2
         # times smaller; the affine part has none): any magnitude of x and y
         from psdsos.estimators._convex_fit import unit_kernel

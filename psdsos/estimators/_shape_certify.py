@@ -75,6 +75,18 @@ class ShapeCertificate:
         return asdict(self)
 
 
+#: The covering is attempted up to this many features (and Hessian blocks up to
+#: MAX_HESSIAN_BLOCK features: a cell's bound visits the 2^|S| vertices of its linear model);
+#: beyond, the number of cells needed is out of reach and the certificate is "sampled".
+MAX_CERTIFIED_FEATURES = 8
+MAX_HESSIAN_BLOCK = 6
+
+
+def certifiable(p: int, d: int) -> bool:
+    """Whether the branch and bound is attempted on p features with blocks of size d."""
+    return p <= MAX_CERTIFIED_FEATURES and d <= MAX_HESSIAN_BLOCK
+
+
 # ---- the certificate of one constraint -----------------------------------------------------------
 def certify_constraint(fit: Fit, con: ShapeConstraint, box, sampled_min: float, scale: float,
                        tol: float, max_cells: int):
@@ -94,6 +106,8 @@ def certify_constraint(fit: Fit, con: ShapeConstraint, box, sampled_min: float, 
     elif con.kind == "hessian":
         kw["subset"] = list(con.features)
     affine = fit.beta if fit.beta.size else np.zeros(lo.shape[0] + 1)
+    if not certifiable(lo.shape[0], con.d):
+        return sampled_min, "sampled", sampled_min, 0, None
     try:
         cert = kernel_constraint_certificate(fit.kernel, fit.C, fit.alpha, affine, con.kind,
                                              lo, hi, goal=goal, tol=0.0,
