@@ -39,6 +39,7 @@ import time
 import warnings
 
 import numpy as np
+from scipy.stats import norm
 from sklearn.model_selection import GridSearchCV, KFold
 from threadpoolctl import threadpool_limits
 
@@ -166,8 +167,6 @@ def main(argv=None):
 
 def _norm_cdf_d2(K):
     """Phi(d2) of the Black-Scholes formula (C'(K) = -exp(-rT) Phi(d2))."""
-    from scipy.stats import norm
-
     s, r, T, v = (MARKET[k] for k in ("spot", "rate", "maturity", "volatility"))
     d2 = (np.log(s / K) + (r - 0.5 * v**2) * T) / (v * np.sqrt(T))
     return norm.cdf(d2)
