@@ -12,7 +12,8 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "docs" / name for name in (
     "getting-started.md", "large-data.md", "psd-regression.md", "bures-demo.md", "geometry.md",
-    "convex-regression.md", "model-selection.md", "kernels.md",
+    "convex-regression.md", "shape-constraints.md", "shape-constraints-math.md",
+    "model-selection.md", "kernels.md",
     "structured-prediction.md", "structured-prediction-math.md", "projection-oracles.md",
     "localized-prediction.md", "extending.md",
 )]
