@@ -159,7 +159,8 @@ def test_certificate_below_the_dense_grid_minimum(kind, sign, p):
     a, b = cp.Variable(n), cp.Variable(p + 1)
     blk = kernel_shape_constraint(kernel, X, a, kind, lo, hi, affine=b, sign=sign,
                                   feature=p - 1 if kind == "derivative" else None,
-                                  offset=0.8 if kind == "value" else 0.0)
+                                  offset=0.8 if kind == "value" else 0.0,
+                                  n_points=12 if p == 2 else None)
     R, _ = cholesky_with_jitter(kernel(X, X))
     fit = b[0] + X @ b[1:] + kernel(X, X) @ a
     obj = cp.sum_squares(y - fit) / n + 1e-4 * cp.sum_squares(R @ a) + blk.regularizer
