@@ -38,7 +38,6 @@ B\|_F^2` (eq. 6) to add to the objective.  After the solve,
 from __future__ import annotations
 
 import dataclasses
-import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,7 +50,7 @@ from scipy.stats import qmc
 from psdsos._validation import RandomStateLike, check_array_2d, check_random_state, check_scalar
 from psdsos.features import ExactFeatures
 from psdsos.kernels import Kernel
-from psdsos.sos._box_certify import BoxCertificate, kernel_constraint_certificate
+from psdsos.sos._box_certify import BoxCertificate, _check_box, kernel_constraint_certificate
 from psdsos.sos._primitive import MAX_FEATURE_CONDITION, SoSBlock, _check_conditioning
 
 __all__ = ["ShapeConstraintBlock", "kernel_shape_constraint"]
@@ -71,6 +70,9 @@ DESIGN_POINTS = 256
 
 #: Generated points per feature by default (before the thinning of MIN_SPACING).
 POINTS_PER_FEATURE = 32
+
+#: Entries (rows x centres x features) of one evaluation block (16 MB of float64).
+_BLOCK_ENTRIES = 1 << 21
 
 #: The yardstick of ``certify``'s tolerance is at least this fraction of
 #: ``||f_k||_H / sigma**order`` (the size of the kernel part of g).
@@ -92,15 +94,10 @@ def _as_expression(value: Any, name: str) -> cp.Expression:
 
 
 def _box(lo: ArrayLike, hi: ArrayLike, p: int) -> tuple[np.ndarray, np.ndarray]:
-    lo_a = np.atleast_1d(np.asarray(lo, dtype=np.float64))
-    hi_a = np.atleast_1d(np.asarray(hi, dtype=np.float64))
-    if lo_a.shape != (p,) or hi_a.shape != (p,):
+    lo_a, hi_a = _check_box(lo, hi)
+    if lo_a.shape != (p,):
         raise ValueError(f"lo and hi must be vectors of length {p} (one entry per feature of "
-                         f"centers), got shapes {lo_a.shape} and {hi_a.shape}")
-    if not (np.all(np.isfinite(lo_a)) and np.all(np.isfinite(hi_a))):
-        raise ValueError("lo and hi must be finite")
-    if np.any(lo_a > hi_a):
-        raise ValueError(f"lo must be <= hi in every feature, got lo={lo_a}, hi={hi_a}")
+                         f"centers), got shapes {np.shape(lo)} and {np.shape(hi)}")
     return lo_a, hi_a
 
 
@@ -170,9 +167,20 @@ def sos_features(kernel: Kernel, Z: np.ndarray, d: int) -> np.ndarray:
     return np.hstack([Phi, np.ones((Z.shape[0], 1))]) if d == 1 else Phi
 
 
-def _condition(Phi: np.ndarray) -> float:
-    s = np.linalg.svd(Phi, compute_uv=False)
-    return float(s[0] / s[-1]) if s[-1] > 0 else np.inf
+def _read(given: ArrayLike | None, expr: cp.Expression | None, name: str,
+          size: int) -> np.ndarray:
+    """The given values, else the expression's value after the solve (zeros without one)."""
+    if given is None:
+        if expr is None:
+            return np.zeros(size)
+        given = expr.value
+        if given is None:
+            raise ValueError(f"{name} has no value: solve the problem first or pass {name}_value")
+    v = np.asarray(given, dtype=np.float64).reshape(-1)
+    if v.shape != (size,) or not np.all(np.isfinite(v)):
+        raise ValueError(f"{name}_value must be a finite vector of length {size}, "
+                         f"got shape {np.shape(given)}")
+    return v
 
 
 class ShapeConstraintBlock:
@@ -227,26 +235,8 @@ class ShapeConstraintBlock:
     def _values(self, coef_value: ArrayLike | None,
                 affine_value: ArrayLike | None) -> tuple[np.ndarray, np.ndarray]:
         q, p = self.centers.shape
-        if coef_value is None:
-            coef_value = self.coef.value
-            if coef_value is None:
-                raise ValueError("coef has no value: solve the problem first or pass coef_value")
-        a = np.asarray(coef_value, dtype=np.float64).reshape(-1)
-        if a.shape != (q,) or not np.all(np.isfinite(a)):
-            raise ValueError(f"coef_value must be a finite vector of length {q}, "
-                             f"got shape {np.shape(coef_value)}")
-        if affine_value is None and self.affine is not None:
-            affine_value = self.affine.value
-            if affine_value is None:
-                raise ValueError("affine has no value: solve the problem first or pass "
-                                 "affine_value")
-        if affine_value is None:
-            return a, np.zeros(p + 1)
-        beta = np.asarray(affine_value, dtype=np.float64).reshape(-1)
-        if beta.shape != (p + 1,) or not np.all(np.isfinite(beta)):
-            raise ValueError(f"affine_value must be a finite vector of length {p + 1}, "
-                             f"got shape {np.shape(affine_value)}")
-        return a, beta
+        return (_read(coef_value, self.coef, "coef", q),
+                _read(affine_value, self.affine, "affine", p + 1))
 
     def evaluate(self, X: ArrayLike, coef_value: ArrayLike | None = None,
                  affine_value: ArrayLike | None = None) -> np.ndarray:
@@ -267,12 +257,18 @@ class ShapeConstraintBlock:
         if X.shape[1] != self.centers.shape[1]:
             raise ValueError(f"X must have {self.centers.shape[1]} columns, got {X.shape[1]}")
         a, beta = self._values(coef_value, affine_value)
-        s, S = self.sign, self.features
+        q, p = self.centers.shape
+        rows = max(1, _BLOCK_ENTRIES // (q * p * (p if self.kind == "hessian" else 1)))
+        return np.concatenate([self._g(X[i:i + rows], a, beta)
+                               for i in range(0, X.shape[0], rows)] or [np.zeros(0)])
+
+    def _g(self, X: np.ndarray, a: np.ndarray, beta: np.ndarray) -> np.ndarray:
+        s, S, C = self.sign, self.features, self.centers
         if self.kind == "value":
-            return s * (self.kernel(X, self.centers) @ a + beta[0] + X @ beta[1:] - self.offset)
+            return s * (self.kernel(X, C) @ a + beta[0] + X @ beta[1:] - self.offset)
         if self.kind == "derivative":
-            return s * (self.kernel.gradient(X, self.centers)[:, :, S[0]] @ a + beta[1 + S[0]])
-        H = self.kernel.hessian_sum(X, self.centers, a)[:, S][:, :, S]
+            return s * (self.kernel.gradient(X, C)[:, :, S[0]] @ a + beta[1 + S[0]])
+        H = self.kernel.hessian_sum(X, C, a)[:, S][:, :, S]
         return np.linalg.eigvalsh(s * H)[:, 0]
 
     def certify(self, coef_value: ArrayLike | None = None,
@@ -315,8 +311,10 @@ class ShapeConstraintBlock:
         max_cells = check_scalar(max_cells, "max_cells", lower=1, integer=True)
         a, beta = self._values(coef_value, affine_value)
         smin, argmin, mean_abs = self._search(a, beta)
-        K = self.kernel(self.centers, self.centers)
-        norm_f = float(np.sqrt(max(float(a @ K @ a), 0.0)))
+        C, step = self.centers, max(1, _BLOCK_ENTRIES // self.centers.shape[0])
+        quad = sum(float(a[i:i + step] @ (self.kernel(C[i:i + step], C) @ a))
+                   for i in range(0, C.shape[0], step))
+        norm_f = float(np.sqrt(max(quad, 0.0)))
         floor = SCALE_FLOOR * norm_f / self.kernel.sigma ** _ORDER[self.kind]
         scale = max(mean_abs, floor) or 1.0
         kw: dict[str, Any] = {"sign": self.sign, "offset": self.offset}
@@ -459,8 +457,7 @@ def kernel_shape_constraint(
         raise ValueError(f"affine must have shape ({p + 1},) (intercept, then one slope per "
                          f"feature), got {affine_e.shape}")
     box = _box(lo, hi, p)
-    if isinstance(sign, (bool, np.bool_)) or not isinstance(sign, numbers.Real) \
-            or float(sign) not in (1.0, -1.0):
+    if isinstance(sign, (bool, np.bool_)) or sign not in (1.0, -1.0):
         raise ValueError(f"sign must be 1.0 or -1.0, got {sign!r}")
     offset = check_scalar(offset, "offset")
     if kind != "value" and offset != 0.0:
@@ -488,7 +485,8 @@ def kernel_shape_constraint(
         for _ in range(10):  # thin the points until their features are well conditioned
             Z = box_points(box[0], box[1], n, random_state, spacing)
             Phi = sos_features(kernel, Z, d)
-            if max_condition is None or _condition(Phi) <= max_condition:
+            sv = np.linalg.svd(Phi, compute_uv=False)
+            if max_condition is None or sv[0] <= max_condition * sv[-1]:
                 break
             spacing *= SPACING_GROWTH
     if max_condition is not None:
