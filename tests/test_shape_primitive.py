@@ -264,3 +264,14 @@ def test_docstring_example_runs():
     """(e) The docstring example (a few lines from variables to a certified constraint)."""
     result = doctest.testmod(shape_primitive, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted >= 10 and result.failed == 0
+
+
+def test_points_are_seeded():
+    """The same random_state gives the same points; a Generator is accepted; evaluate checks
+    the columns of X."""
+    first, again = _call(random_state=4), _call(random_state=4)
+    np.testing.assert_array_equal(first.points, again.points)
+    other = _call(random_state=np.random.default_rng(5))
+    assert other.points.shape[1] == 2 and not np.array_equal(other.points, first.points)
+    with pytest.raises(ValueError, match="X must have 2 columns"):
+        first.evaluate(np.zeros((3, 1)), np.zeros(3))
