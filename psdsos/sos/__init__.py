@@ -23,6 +23,7 @@ from psdsos.sos._primitive import SoSBlock, sos_constraints
 from psdsos.sos._psd_losses import PSDLossProblem
 from psdsos.sos._psd_problem import PSDLeastSquares
 from psdsos.sos._representer import representer_radius
+from psdsos.sos._shape_primitive import ShapeConstraintBlock, kernel_shape_constraint
 
 __all__ = [
     "PSDModel",
@@ -46,5 +47,7 @@ __all__ = [
     "BoxCertificate",
     "certify_box",
     "kernel_constraint_certificate",
+    "kernel_shape_constraint",
+    "ShapeConstraintBlock",
     "representer_radius",
 ]
