@@ -280,7 +280,7 @@ class ShapeConstraintBlock:
         every cell whose proved lower bound reaches ``goal = sampled_min - tol * scale``:
         ``sampled_min`` the smallest value of g found at the constraint points, at
         ``256 * p`` scrambled Sobol points of the box and by a local search (L-BFGS-B) from
-        the best three; ``scale`` the mean |g| over those points, at least
+        the best three; ``scale`` the mean of ``|g|`` over those points, at least
         ``1e-2 * ||f_k||_H / sigma**order`` (order 0, 1, 2 for value, derivative, Hessian;
         1 if both vanish).  "certified": every cell settled, so :math:`g \ge` ``bound``
         :math:`\ge` goal on the whole box (``bound`` within ``tol * scale`` below the
@@ -334,7 +334,7 @@ class ShapeConstraintBlock:
                                    bound=min(cert.bound, smin))
 
     def _search(self, a: np.ndarray, beta: np.ndarray) -> tuple[float, np.ndarray, float]:
-        """(smallest g found, where, mean |g| over the design): the constraint points, Sobol
+        """(smallest g found, where, mean of ``|g|`` over the design): the constraint points, Sobol
         points of the box, then L-BFGS-B from the best three."""
         p = self.centers.shape[1]
         design = np.vstack([self.points, box_points(self.lo, self.hi, DESIGN_POINTS * p,
