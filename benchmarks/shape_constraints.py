@@ -115,7 +115,7 @@ def timing_hooks():
         shape_fit.solve, shape_module.certify_constraint = solve0, cert0
 
 
-# ---- data -------------------------------------------------------------------------------------
+# ---- data ------------------------------------------------------------------------------------
 def production_function(kind: str, d: int):
     if kind == "cobb-douglas":
         a = np.linspace(1.0, 2.0, d)
@@ -135,7 +135,7 @@ def production_data(kind, d, n, noise, seed, n_test=2000):
     return X, y, Xt, ft
 
 
-# ---- the methods ------------------------------------------------------------------------------
+# ---- the methods -----------------------------------------------------------------------------
 def grid_search(est, grid, X, y, cv):
     gs = GridSearchCV(est, grid, cv=cv, scoring="neg_mean_squared_error", error_score="raise")
     with warnings.catch_warnings():
@@ -154,6 +154,8 @@ def fit_psdsos(X, y, cv, increasing=True, concave=True):
                      X, y, cv)
     t_cv = time.perf_counter() - t0
     best = dict(gs.best_params_)
+    ft = gs.cv_results_["mean_fit_time"]
+    slow = gs.cv_results_["params"][int(np.argmax(ft))]
     est = ShapeConstrainedRegressor(increasing=increasing, concave=concave, certify=True,
                                     tol=CV_TOL, random_state=0, **best)
     t0 = time.perf_counter()
@@ -165,6 +167,8 @@ def fit_psdsos(X, y, cv, increasing=True, concave=True):
     info = {
         "sigma/scale": best["sigma"] / s, "rho": best["rho"], "cv s": t_cv,
         "refit s": t_fit, "n_iter": est.n_iter_, "n_exchange": est.n_exchange_,
+        "slowest cv fit": f"{ft.max():.1f} s at sigma/scale {slow['sigma'] / s:g}, rho "
+                          f"{slow['rho']:g}",
         "certified": all(c.status == "certified" for c in cert.values()),
         "statuses": {k: c.status for k, c in cert.items()},
         "min relative bound": min(c.relative for c in cert.values()),
@@ -259,7 +263,7 @@ def comparison_row(label, names, mses, info):
     return f"| {label} | {cells} | {ratio:.2f} | {cert} | {hp} | {tm} |"
 
 
-# ---- section 1: accuracy on production functions ----------------------------------------------------
+# ---- section 1: accuracy on production functions ---------------------------------------------
 def section_accuracy(args, out):
     names = ["psdsos", *BASELINES]
     out += ["", "## 1. Held-out MSE / Var(f), monotone + concave production data", "",
@@ -289,7 +293,8 @@ def section_accuracy(args, out):
                             + f"; psdsos n_iter {info.get('n_iter')}, exchange rounds "
                             f"{info.get('n_exchange')}, statuses {info['statuses']}, min "
                             f"relative bound {info.get('min relative bound', np.nan):.3g}, "
-                            f"correction {info.get('correction', np.nan):.3g}"
+                            f"correction {info.get('correction', np.nan):.3g}, slowest CV fit "
+                            f"{info.get('slowest cv fit')}"
                             + (f"; warnings {info['warnings']}" if info["warnings"] else ""))
                         fail_lines += [f"- FAILED {k}: {kind} d={d} n={n} noise={noise} "
                                        f"seed={seed}: {msg}" for k, msg in fails.items()]
@@ -302,7 +307,7 @@ def section_accuracy(args, out):
             *fail_lines]
 
 
-# ---- section 2: cost of certification -------------------------------------------------------------
+# ---- section 2: cost of certification --------------------------------------------------------
 def section_cost(args, out):
     out += ["", "## 2. Cost of the certificate (fixed sigma='scale', rho=1e-4)", "",
             "Cobb-Douglas data, noise 0.05, seed 0.  certify=False: the fit at the initial "
@@ -336,7 +341,7 @@ def section_cost(args, out):
             print(row, flush=True)
 
 
-# ---- section 3: tightness and soundness ----------------------------------------------------------------
+# ---- section 3: tightness and soundness ------------------------------------------------------
 def random_problem(rng):
     d = int(rng.integers(1, 3))
     n = int(rng.choice([100, 200, 400]))
@@ -400,10 +405,10 @@ def section_tightness(args, out):
             "over its design), or the grid's mean |g| when relative = 0.  margin = grid min - "
             "bound (>= 0: sound), rel. gap = margin / scale.", "",
             "| # | d | n | shapes | sigma, rho | constraint | status | bound | grid min "
-            "| margin / scale | bound / grid min | fit s | grid s |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| margin / scale | bound / grid min | exchange rounds | fit s | grid s |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     rng = np.random.default_rng(args.tight_seed)
-    margins, ratios, unsound = [], [], []
+    margins, ratios, unsound, far = [], [], [], []
     for k in range(args.problems):
         X, y, shapes, params = random_problem(rng)
         d, n = X.shape[1], X.shape[0]
@@ -415,7 +420,7 @@ def section_tightness(args, out):
                 est.fit(X, y)
         except Exception as exc:
             out.append(f"| {k} | {d} | {n} | {shapes} | {params} | FAILED | "
-                       f"{type(exc).__name__}: {exc} | | | | | | |")
+                       f"{type(exc).__name__}: {exc} | | | | | | | |")
             continue
         t_fit = time.perf_counter() - t0
         G = dense_grid(est.x_box_, args.grid1 if d == 1 else args.grid2)
@@ -432,11 +437,13 @@ def section_tightness(args, out):
                 margins.append(margin / scale)
                 if np.isfinite(ratio):
                     ratios.append(ratio)
+                    if gmin < -est.certify_tol * scale:  # a violation above the goal's slack
+                        far.append(ratio)
                 if margin < -1e-9 * scale:
                     unsound.append((k, name, c.bound, gmin))
             row = (f"| {k} | {d} | {n} | {sh} | {params['sigma']:.3g}, {params['rho']:g} "
                    f"| {name} | {c.status} | {c.bound:.4g} | {gmin:.4g} | {margin / scale:.3g} "
-                   f"| {ratio:.3g} | {t_fit:.1f} | {t_grid:.1f} |")
+                   f"| {ratio:.3g} | {est.n_exchange_} | {t_fit:.1f} | {t_grid:.1f} |")
             out.append(row)
             print(row, flush=True)
     if margins:
@@ -444,11 +451,14 @@ def section_tightness(args, out):
                 f"{len(unsound)} {unsound}; min margin / scale {min(margins):.3g}, median "
                 f"{np.median(margins):.3g}, max {max(margins):.3g}; bound / grid min where "
                 f"grid min < 0: " + (f"{len(ratios)} cases, max {max(ratios):.3g}, "
-                                     f"median {np.median(ratios):.3g}" if ratios else "none")]
+                                     f"median {np.median(ratios):.3g}" if ratios else "none")
+                + f"; of these with grid min < -certify_tol * scale: {len(far)}"
+                + (f", bound / grid min max {max(far):.3g}, within 10x: "
+                   f"{sum(r <= 10 for r in far)}" if far else "")]
         print(out[-1], flush=True)
 
 
-# ---- section 4: real data ---------------------------------------------------------------------------
+# ---- section 4: real data --------------------------------------------------------------------
 def section_real(args, out):
     out += ["", "## 4. Real data: held-out MSE / Var(y_test), random 70/30 splits", "",
             "Same tuning as section 1 (on the training part only); Engel: income -> food "
@@ -474,7 +484,8 @@ def section_real(args, out):
             infos.append(info)
             details.append(f"- {label} split {split}: " + ", ".join(
                 f"{k} {fmt(v)} ({times[k]:.1f} s)" for k, v in res.items())
-                + f"; psdsos statuses {info['statuses']}"
+                + f"; psdsos statuses {info['statuses']}, slowest CV fit "
+                f"{info.get('slowest cv fit')}"
                 + (f"; warnings {info['warnings']}" if info["warnings"] else "")
                 + "".join(f"; FAILED {k}: {m}" for k, m in fails.items()))
             print(details[-1], flush=True)
