@@ -10,7 +10,8 @@ one run:
    e ~ N(0, (s std f)^2), s in {0.05, 0.2}; test set 2000 fresh points of the same law.
    Methods, each tuned by GridSearchCV (3 folds, mean squared error) on the training set
    only: psdsos ``ShapeConstrainedRegressor(increasing=True, concave=True)`` over sigma
-   (multiples of ``scale_bandwidth(X_train)``) x rho, with ``certify=False`` and tol 1e-4
+   (multiples of ``scale_bandwidth(X_train)``) x rho x lam2 (the Frobenius weight of the
+   SoS matrices: its default 1e-3 biases the fit), with ``certify=False`` and tol 1e-4
    inside the CV for speed, the best refitted with ``certify=True`` (the reported model,
    predictions by the certified-shape predictor); HistGradientBoostingRegressor with
    ``monotonic_cst=[1] * d``; KernelRidge (rbf, y standardized) over alpha x gamma;
@@ -65,8 +66,9 @@ from psdsos import PiecewiseLinearConvexRegressor, ShapeConstrainedRegressor
 from psdsos.datasets import load_engel, load_production
 from psdsos.kernels import scale_bandwidth
 
-SIGMA_MULT = (0.5, 1.0, 2.0)
-RHOS = (1e-2, 1e-3, 1e-4, 1e-5)
+#: psdsos's CV grid: sigma in multiples of scale_bandwidth, rho, lam2 (set by main())
+GRID = {"sigma_mults": (0.5, 1.0, 2.0), "rhos": (1e-2, 1e-3, 1e-4, 1e-5),
+        "lam2s": (1e-3, 1e-5, 1e-7)}
 CV_TOL = 1e-4
 
 
@@ -150,12 +152,13 @@ def fit_psdsos(X, y, cv, increasing=True, concave=True):
     base = ShapeConstrainedRegressor(increasing=increasing, concave=concave, certify=False,
                                      tol=CV_TOL, random_state=0)
     t0 = time.perf_counter()
-    gs = grid_search(base, {"sigma": [m * s for m in SIGMA_MULT], "rho": list(RHOS)},
-                     X, y, cv)
+    gs = grid_search(base, {"sigma": [m * s for m in GRID["sigma_mults"]],
+                            "rho": list(GRID["rhos"]), "lam2": list(GRID["lam2s"])}, X, y, cv)
     t_cv = time.perf_counter() - t0
     best = dict(gs.best_params_)
     ft = gs.cv_results_["mean_fit_time"]
     slow = gs.cv_results_["params"][int(np.argmax(ft))]
+    slow_txt = ", ".join(f"{k} {v / s if k == 'sigma' else v:g}" for k, v in slow.items())
     est = ShapeConstrainedRegressor(increasing=increasing, concave=concave, certify=True,
                                     tol=CV_TOL, random_state=0, **best)
     t0 = time.perf_counter()
@@ -165,10 +168,10 @@ def fit_psdsos(X, y, cv, increasing=True, concave=True):
     t_fit = time.perf_counter() - t0
     cert = est.certificate_
     info = {
-        "sigma/scale": best["sigma"] / s, "rho": best["rho"], "cv s": t_cv,
+        "sigma/scale": best["sigma"] / s, "rho": best["rho"], "lam2": best["lam2"],
+        "cv s": t_cv,
         "refit s": t_fit, "n_iter": est.n_iter_, "n_exchange": est.n_exchange_,
-        "slowest cv fit": f"{ft.max():.1f} s at sigma/scale {slow['sigma'] / s:g}, rho "
-                          f"{slow['rho']:g}",
+        "slowest cv fit": f"{ft.max():.1f} s at {slow_txt} (sigma in units of scale)",
         "certified": all(c.status == "certified" for c in cert.values()),
         "statuses": {k: c.status for k, c in cert.items()},
         "min relative bound": min(c.relative for c in cert.values()),
@@ -257,7 +260,8 @@ def comparison_row(label, names, mses, info):
     others = [mean[k] for k in names if k != "psdsos" and k in mean]
     ratio = mean["psdsos"] / min(others) if "psdsos" in mean and others else np.nan
     cert = f"{sum(i['certified'] for i in info)}/{len(info)}"
-    hp = ", ".join(f"{i.get('sigma/scale', np.nan):g}, {i.get('rho', np.nan):g}" for i in info)
+    hp = "; ".join(f"{i.get('sigma/scale', np.nan):g}, {i.get('rho', np.nan):g}, "
+                   f"{i.get('lam2', np.nan):g}" for i in info)
     tm = ", ".join(f"{i.get('cv s', np.nan):.0f}+{i.get('refit s', np.nan):.0f}" for i in info)
     cells = " | ".join(fmt(mean.get(k)) for k in names)
     return f"| {label} | {cells} | {ratio:.2f} | {cert} | {hp} | {tm} |"
@@ -267,8 +271,9 @@ def comparison_row(label, names, mses, info):
 def section_accuracy(args, out):
     names = ["psdsos", *BASELINES]
     out += ["", "## 1. Held-out MSE / Var(f), monotone + concave production data", "",
-            f"psdsos: GridSearchCV (cv={args.cv}) over sigma = {SIGMA_MULT} x scale_bandwidth "
-            f"x rho = {RHOS}, certify=False, tol={CV_TOL} inside the CV; the best refitted "
+            f"psdsos: GridSearchCV (cv={args.cv}) over sigma = {GRID['sigma_mults']} x "
+            f"scale_bandwidth x rho = {GRID['rhos']} x lam2 = {GRID['lam2s']}, "
+            f"certify=False, tol={CV_TOL} inside the CV; the best refitted "
             "with certify=True (same tol); predictions by the certified-shape predictor. "
             "Means over seeds " + str(list(range(args.seeds))) + "; per-seed values below.",
             ""]
@@ -517,6 +522,9 @@ def main(argv=None):
     ap.add_argument("--grid2", type=int)
     ap.add_argument("--real", nargs="+", choices=["engel", "production"])
     ap.add_argument("--splits", type=int)
+    ap.add_argument("--sigma-mults", nargs="+", type=float)
+    ap.add_argument("--rhos", nargs="+", type=float)
+    ap.add_argument("--lam2s", nargs="+", type=float)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     q = args.quick
@@ -527,10 +535,15 @@ def main(argv=None):
         "seeds": 1 if q else 3, "cost_dims": [2] if q else [2, 3],
         "cost_n": 300 if q else 1000, "problems": 4 if q else 20, "grid2": 300 if q else 1000,
         "real": ["engel"] if q else ["engel", "production"], "splits": 1 if q else 5,
+        "sigma_mults": [1.0, 2.0] if q else [0.5, 1.0, 2.0],
+        "rhos": [1e-3, 1e-5] if q else [1e-2, 1e-3, 1e-4, 1e-5],
+        "lam2s": [1e-3, 1e-6] if q else [1e-3, 1e-5, 1e-7],
     }
     for k, v in defaults.items():
         if getattr(args, k) is None:
             setattr(args, k, v)
+    GRID.update(sigma_mults=tuple(args.sigma_mults), rhos=tuple(args.rhos),
+                lam2s=tuple(args.lam2s))
     if q:
         args.cost_tols = args.cost_tols[:1]
     out_path = args.out or f"bench-out/shape_constraints{'-quick' if q else ''}.md"
