@@ -405,7 +405,7 @@ def grid_minimum(est, name, G, chunk=20000):
 def section_tightness(args, out):
     out += ["", "## 3. Certified bound vs dense-grid minimum of the raw fit", "",
             f"{args.problems} random problems (seed {args.tight_seed}), max_exchange "
-            f"{args.max_exchange or 'default (10)'}; grid "
+            f"{'default (10)' if args.max_exchange is None else args.max_exchange}; grid "
             f"{args.grid1} points (d = 1) or {args.grid2}^2 (d = 2) on the training box "
             "(est.x_box_); scale = |bound / relative| (the estimator's yardstick, mean |g| "
             "over its design), or the grid's mean |g| when relative = 0.  margin = grid min - "
