@@ -539,11 +539,11 @@ def main(argv=None):
         "noises": [0.2] if q else [0.05, 0.2],
         "functions": ["cobb-douglas"] if q else ["cobb-douglas", "sqrt"],
         "seeds": 1 if q else 3, "cost_dims": [2] if q else [2, 3],
-        "cost_n": 300 if q else 1000, "problems": 4 if q else 20, "grid2": 300 if q else 1000,
+        "cost_n": 300 if q else 1000, "problems": 3 if q else 20, "grid2": 300 if q else 1000,
         "real": ["engel"] if q else ["engel", "production"], "splits": 1 if q else 5,
         "sigma_mults": [1.0, 2.0] if q else [0.5, 1.0, 2.0],
         "rhos": [1e-3, 1e-5] if q else [1e-2, 1e-3, 1e-4, 1e-5],
-        "lam2s": [1e-3, 1e-6] if q else [1e-3, 1e-5, 1e-7],
+        "lam2s": [1e-3, 1e-5] if q else [1e-3, 1e-5, 1e-7],
     }
     for k, v in defaults.items():
         if getattr(args, k) is None:
