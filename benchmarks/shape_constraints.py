@@ -1,48 +1,31 @@
 """Benchmark: ShapeConstrainedRegressor (certified shapes) against monotone / convex baselines.
 
-Four sections, one BLAS thread everywhere (threadpoolctl; run with OMP_NUM_THREADS=1
-OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 as well), wall seconds measured side by side in
-one run:
-
-1. ``accuracy``: held-out MSE / Var(f) against the noise-free f on monotone and concave
-   production data, f(x) = prod_p x_p^{a_p} (Cobb-Douglas, sum a_p = 0.8) and in the full
-   mode also f(x) = sum_p sqrt(x_p) / d; x ~ U[0.1, 1]^d, d in {2, 3}, y = f + e with
-   e ~ N(0, (s std f)^2), s in {0.05, 0.2}; test set 2000 fresh points of the same law.
-   Methods, each tuned by GridSearchCV (3 folds, mean squared error) on the training set
-   only: psdsos ``ShapeConstrainedRegressor(increasing=True, concave=True)`` over sigma
-   (multiples of ``scale_bandwidth(X_train)``) x rho x lam2 (the Frobenius weight of the
-   SoS matrices: its default 1e-3 biases the fit), with ``certify=False`` and tol 1e-4
-   inside the CV for speed, the best refitted with ``certify=True`` (the reported model,
-   predictions by the certified-shape predictor); HistGradientBoostingRegressor with
-   ``monotonic_cst=[1] * d``; KernelRidge (rbf, y standardized) over alpha x gamma;
-   PiecewiseLinearConvexRegressor (CNLS, ``increasing=True, concave=True``: no
-   hyperparameter).  Ratio = psdsos / best baseline (< 1: psdsos wins).
-2. ``cost``: wall time of one fit with fixed hyperparameters (sigma="scale", rho=1e-4) at
-   d = 2 and 3, n = 1000, Cobb-Douglas data: ``certify=False`` (the fit at the initial
-   constraint points) and ``certify=True`` split into the solves (first + re-solves after
-   each exchange round), the branch and bound of the certificates, and the rest (the
-   exchange's search for violators, scaling), by wrapping the two internal functions.
-3. ``tightness``: random problems (d in {1, 2}, random shapes among increasing /
-   decreasing / convex / concave / lower, random smooth data): the certified bound of each
-   constraint of the RAW fit vs its minimum over a dense grid of the training box (10^5
-   points in d = 1, 1000 x 1000 in d = 2), from ``est.gradient(X, raw=True)`` and
-   ``est.hessian(X, raw=True)``: soundness = grid min >= bound (the margin, relative to the
-   constraint's scale, must be >= 0), tightness = (grid min - bound) / scale and, where the
-   grid min is < 0, bound / grid min (<= 10 asked).
-4. ``real``: load_engel (d = 1; increasing + concave; also IsotonicRegression) and
-   load_production(log=True) (d = 3; increasing + concave), 5 random 70/30 splits,
-   held-out MSE / Var(y_test), same tuning as section 1.
+One BLAS thread (threadpoolctl; also run with OMP/OPENBLAS/MKL_NUM_THREADS=1); wall seconds.
+1. ``accuracy``: test MSE / Var(f) vs the noise-free f, f Cobb-Douglas (sum a_p = 0.8; full
+   mode also sum sqrt(x_p) / d), x ~ U[0.1, 1]^d, noise s std(f), s in {0.05, 0.2}.  All
+   tuned by 3-fold GridSearchCV on the training set: ShapeConstrainedRegressor(increasing,
+   concave) over sigma (x scale_bandwidth) x rho x lam2 with certify=False, tol 1e-4, best
+   refitted with certify=True; HGB(monotonic_cst); KernelRidge (rbf) over alpha x gamma;
+   CNLS (increasing, concave; no hyperparameter).  Ratio psdsos / best other (< 1: win).
+2. ``cost``: one fit (sigma="scale", rho=1e-4), n = 1000: certify=False vs True, split into
+   solves / branch and bound / the rest (exchange search) by wrapping two internal functions.
+3. ``tightness``: random problems (d <= 2, random shapes): certified bound of each constraint
+   of the raw fit vs its minimum on a dense grid of the box (10^5 points in d = 1, 1000^2 in
+   d = 2; est.gradient / est.hessian with raw=True): sound iff grid min >= bound.
+4. ``real``: load_engel (d = 1, + IsotonicRegression), load_production(log=True) (d = 3),
+   random 70/30 splits, MSE / Var(y_test), tuned as in 1.
 
 Usage::
 
     python benchmarks/shape_constraints.py --quick   # small sizes, < 5 minutes
-    python benchmarks/shape_constraints.py           # full run (hours on 1 core)
-    python benchmarks/shape_constraints.py --sections accuracy --sizes 200 500 --seeds 1
+    python benchmarks/shape_constraints.py           # full run (hours on 1 core); options
+    # select parts, e.g. --sections accuracy --dims 2 --sizes 200 500 --seeds 1
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import platform
 import time
@@ -74,13 +57,12 @@ CV_TOL = 1e-4
 
 # ---- machine and timing ---------------------------------------------------------------------
 def machine_info() -> str:
-    cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as f:
             names = [ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")]
-        cpu = names[0] if names else cpu
     except OSError:
-        pass
+        names = []
+    cpu = names[0] if names else platform.processor() or platform.machine()
     threads = ", ".join(f"{k}={os.environ.get(k, 'unset')}" for k in
                         ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"))
     return (f"machine: {cpu}, {os.cpu_count()} logical cores (shared), threadpoolctl limit 1 "
@@ -90,27 +72,30 @@ def machine_info() -> str:
 
 
 @contextmanager
+def quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+@contextmanager
 def timing_hooks():
     """Accumulate the wall time of the solves and of the certificates' branch and bound."""
-    acc = {"solve": 0.0, "bnb": 0.0, "n_solve": 0}
+    acc = {"solve": 0.0, "bnb": 0.0, "n_solve": 0, "n_bnb": 0}
     solve0, cert0 = shape_fit.solve, shape_module.certify_constraint
 
-    def solve(*a, **k):
-        t = time.perf_counter()
-        try:
-            return solve0(*a, **k)
-        finally:
-            acc["solve"] += time.perf_counter() - t
-            acc["n_solve"] += 1
+    def timed(fn, key):
+        def wrapper(*a, **k):
+            t = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                acc[key] += time.perf_counter() - t
+                acc["n_" + key] += 1
+        return wrapper
 
-    def cert(*a, **k):
-        t = time.perf_counter()
-        try:
-            return cert0(*a, **k)
-        finally:
-            acc["bnb"] += time.perf_counter() - t
-
-    shape_fit.solve, shape_module.certify_constraint = solve, cert
+    shape_fit.solve = timed(solve0, "solve")
+    shape_module.certify_constraint = timed(cert0, "bnb")
     try:
         yield acc
     finally:
@@ -118,18 +103,11 @@ def timing_hooks():
 
 
 # ---- data ------------------------------------------------------------------------------------
-def production_function(kind: str, d: int):
-    if kind == "cobb-douglas":
-        a = np.linspace(1.0, 2.0, d)
-        a = 0.8 * a / a.sum()
-        return lambda X: np.prod(X ** a, axis=1), "prod x_p^a_p, a = " + np.array2string(
-            a, precision=3)
-    return lambda X: np.sqrt(X).sum(axis=1) / d, "sum sqrt(x_p) / d"
-
-
 def production_data(kind, d, n, noise, seed, n_test=2000):
     rng = np.random.default_rng(seed)
-    f, _ = production_function(kind, d)
+    a = 0.8 * np.linspace(1.0, 2.0, d) / np.linspace(1.0, 2.0, d).sum()
+    f = ((lambda X: np.prod(X ** a, axis=1)) if kind == "cobb-douglas"
+         else (lambda X: np.sqrt(X).sum(axis=1) / d))
     X = rng.uniform(0.1, 1.0, (n, d))
     Xt = rng.uniform(0.1, 1.0, (n_test, d))
     ft = f(Xt)
@@ -140,8 +118,7 @@ def production_data(kind, d, n, noise, seed, n_test=2000):
 # ---- the methods -----------------------------------------------------------------------------
 def grid_search(est, grid, X, y, cv):
     gs = GridSearchCV(est, grid, cv=cv, scoring="neg_mean_squared_error", error_score="raise")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with quiet():
         gs.fit(X, y)
     return gs
 
@@ -169,8 +146,7 @@ def fit_psdsos(X, y, cv, increasing=True, concave=True):
     cert = est.certificate_
     info = {
         "sigma/scale": best["sigma"] / s, "rho": best["rho"], "lam2": best["lam2"],
-        "cv s": t_cv,
-        "refit s": t_fit, "n_iter": est.n_iter_, "n_exchange": est.n_exchange_,
+        "cv s": t_cv, "refit s": t_fit, "n_iter": est.n_iter_, "n_exchange": est.n_exchange_,
         "slowest cv fit": f"{ft.max():.1f} s at {slow_txt} (sigma in units of scale)",
         "certified": all(c.status == "certified" for c in cert.values()),
         "statuses": {k: c.status for k, c in cert.items()},
@@ -183,8 +159,7 @@ def fit_psdsos(X, y, cv, increasing=True, concave=True):
 
 
 def fit_hgb(X, y, cv):
-    d = X.shape[1]
-    est = HistGradientBoostingRegressor(monotonic_cst=[1] * d, random_state=0)
+    est = HistGradientBoostingRegressor(monotonic_cst=[1] * X.shape[1], random_state=0)
     grid = {"learning_rate": [0.05, 0.1], "max_leaf_nodes": [7, 15, 31],
             "min_samples_leaf": [5, 20]}
     return grid_search(est, grid, X, y, cv).best_estimator_
@@ -199,20 +174,8 @@ def fit_krr(X, y, cv):
     return grid_search(est, grid, X, y, cv).best_estimator_
 
 
-def fit_cnls(X, y, cv):
-    return PiecewiseLinearConvexRegressor(increasing=True, concave=True).fit(X, y)
-
-
-class _Isotonic:
-    def fit(self, X, y, cv):
-        self.m = IsotonicRegression(out_of_bounds="clip").fit(X[:, 0], y)
-        return self
-
-    def predict(self, X):
-        return self.m.predict(X[:, 0])
-
-
-BASELINES = {"HGB monotone": fit_hgb, "KernelRidge": fit_krr, "CNLS": fit_cnls}
+BASELINES = {"HGB monotone": fit_hgb, "KernelRidge": fit_krr, "CNLS": lambda X, y, cv:
+             PiecewiseLinearConvexRegressor(increasing=True, concave=True).fit(X, y)}
 
 
 def compare(X, y, Xt, target, cv, isotonic=False):
@@ -229,12 +192,11 @@ def compare(X, y, Xt, target, cv, isotonic=False):
     times["psdsos"] = time.perf_counter() - t0
     methods = dict(BASELINES)
     if isotonic:
-        methods["Isotonic"] = lambda X, y, cv: _Isotonic().fit(X, y, cv)
+        methods["Isotonic"] = lambda X, y, cv: IsotonicRegression(out_of_bounds="clip").fit(X, y)
     for name, fn in methods.items():
         t0 = time.perf_counter()
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+            with quiet():
                 m = fn(X, y, cv)
             res[name] = np.mean((m.predict(Xt) - target) ** 2) / denom
         except Exception as exc:
@@ -243,14 +205,24 @@ def compare(X, y, Xt, target, cv, isotonic=False):
     return res, info, times, fails
 
 
+def detail(prefix, res, times, info, fails):
+    """One line per run: every method's MSE and time, psdsos's certificate and slowest fit."""
+    return (f"- {prefix}: " + ", ".join(f"{k} {fmt(v)} ({times[k]:.1f} s)" for k, v in res.items())
+            + f"; psdsos n_iter {info.get('n_iter')}, exchange rounds {info.get('n_exchange')}, "
+            f"statuses {info['statuses']}, min relative bound "
+            f"{info.get('min relative bound', np.nan):.3g}, correction "
+            f"{info.get('correction', np.nan):.3g}, slowest CV fit {info.get('slowest cv fit')}"
+            + (f"; warnings {info['warnings']}" if info["warnings"] else "")
+            + "".join(f"; FAILED {k}: {m}" for k, m in fails.items()))
+
+
 def fmt(v):
     return "-" if v is None or not np.isfinite(v) else f"{v:.2e}"
 
 
 def comparison_header(names):
-    cols = " | ".join(names)
-    return [f"| setting | {cols} | psdsos / best other | certified | psdsos sigma/scale, rho "
-            "| psdsos time (cv + refit) s |",
+    return [f"| setting | {' | '.join(names)} | psdsos / best other | certified "
+            "| psdsos sigma/scale, rho, lam2 | psdsos time (cv + refit) s |",
             "|" + "---|" * (len(names) + 5)]
 
 
@@ -278,38 +250,22 @@ def section_accuracy(args, out):
             "Means over seeds " + str(list(range(args.seeds))) + "; per-seed values below.",
             ""]
     out += comparison_header(names)
-    details, fail_lines = [], []
-    for kind in args.functions:
-        for d in args.dims:
-            for n in args.sizes:
-                for noise in args.noises:
-                    mses = {k: [] for k in names}
-                    infos = []
-                    for seed in range(args.seeds):
-                        X, y, Xt, ft = production_data(kind, d, n, noise, seed)
-                        res, info, times, fails = compare(X, y, Xt, ft, args.cv)
-                        for k, v in res.items():
-                            mses[k].append(v)
-                        infos.append(info)
-                        details.append(
-                            f"- {kind} d={d} n={n} noise={noise} seed={seed}: "
-                            + ", ".join(f"{k} {fmt(v)} ({times[k]:.1f} s)"
-                                        for k, v in res.items())
-                            + f"; psdsos n_iter {info.get('n_iter')}, exchange rounds "
-                            f"{info.get('n_exchange')}, statuses {info['statuses']}, min "
-                            f"relative bound {info.get('min relative bound', np.nan):.3g}, "
-                            f"correction {info.get('correction', np.nan):.3g}, slowest CV fit "
-                            f"{info.get('slowest cv fit')}"
-                            + (f"; warnings {info['warnings']}" if info["warnings"] else ""))
-                        fail_lines += [f"- FAILED {k}: {kind} d={d} n={n} noise={noise} "
-                                       f"seed={seed}: {msg}" for k, msg in fails.items()]
-                        print(details[-1], flush=True)
-                    row = comparison_row(f"{kind} d={d} n={n} noise={noise}", names, mses,
-                                         infos)
-                    out.append(row)
-                    print(row, flush=True)
-    out += ["", "Per run (MSE / Var(f), wall time of tuning + fit):", "", *details,
-            *fail_lines]
+    details = []
+    for kind, d, n, noise in itertools.product(args.functions, args.dims, args.sizes,
+                                               args.noises):
+        mses, infos = {k: [] for k in names}, []
+        for seed in range(args.seeds):
+            X, y, Xt, ft = production_data(kind, d, n, noise, seed)
+            res, info, times, fails = compare(X, y, Xt, ft, args.cv)
+            for k, v in res.items():
+                mses[k].append(v)
+            infos.append(info)
+            details.append(detail(f"{kind} d={d} n={n} noise={noise} seed={seed}", res, times,
+                                  info, fails))
+            print(details[-1], flush=True)
+        out.append(comparison_row(f"{kind} d={d} n={n} noise={noise}", names, mses, infos))
+        print(out[-1], flush=True)
+    out += ["", "Per run (MSE / Var(f), wall time of tuning + fit):", "", *details]
 
 
 # ---- section 2: cost of certification --------------------------------------------------------
@@ -321,29 +277,25 @@ def section_cost(args, out):
             "| d | n | tol | certify=False s | certify=True s | solves s (count) | branch and "
             "bound s | search + rest s | exchange rounds | n_iter | statuses | cells |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for d in args.cost_dims:
-        for tol in args.cost_tols:
-            n = args.cost_n
-            X, y, _, _ = production_data("cobb-douglas", d, n, 0.05, 0)
-            kw = dict(increasing=True, concave=True, rho=1e-4, tol=tol, random_state=0)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                t0 = time.perf_counter()
-                ShapeConstrainedRegressor(certify=False, **kw).fit(X, y)
-                t_plain = time.perf_counter() - t0
-                with timing_hooks() as acc:
-                    t0 = time.perf_counter()
-                    est = ShapeConstrainedRegressor(certify=True, **kw).fit(X, y)
-                    t_cert = time.perf_counter() - t0
-            cert = est.certificate_
-            row = (f"| {d} | {n} | {tol:g} | {t_plain:.2f} | {t_cert:.2f} | {acc['solve']:.2f} "
-                   f"({acc['n_solve']}) | {acc['bnb']:.2f} "
-                   f"| {t_cert - acc['solve'] - acc['bnb']:.2f} | {est.n_exchange_} "
-                   f"| {est.n_iter_} | "
+    n = args.cost_n
+    for d, tol in itertools.product(args.cost_dims, args.cost_tols):
+        X, y, _, _ = production_data("cobb-douglas", d, n, 0.05, 0)
+        kw = dict(increasing=True, concave=True, rho=1e-4, tol=tol, random_state=0)
+        with quiet():
+            t0 = time.perf_counter()
+            ShapeConstrainedRegressor(certify=False, **kw).fit(X, y)
+            t_plain = time.perf_counter() - t0
+            with timing_hooks() as acc:
+                est = ShapeConstrainedRegressor(certify=True, **kw).fit(X, y)
+                t_cert = time.perf_counter() - t0 - t_plain
+        cert = est.certificate_
+        out.append(f"| {d} | {n} | {tol:g} | {t_plain:.2f} | {t_cert:.2f} | {acc['solve']:.2f} "
+                   f"({acc['n_solve']}) | {acc['bnb']:.2f} | "
+                   f"{t_cert - acc['solve'] - acc['bnb']:.2f} | {est.n_exchange_} | "
+                   f"{est.n_iter_} | "
                    + ", ".join(f"{k}: {c.status}" for k, c in cert.items())
                    + " | " + ", ".join(str(c.n_cells) for c in cert.values()) + " |")
-            out.append(row)
-            print(row, flush=True)
+        print(out[-1], flush=True)
 
 
 # ---- section 3: tightness and soundness ------------------------------------------------------
@@ -360,15 +312,11 @@ def random_problem(rng):
     shapes = {}
     for p in range(d):
         r = rng.random()
-        if r < 0.35:
-            shapes.setdefault("increasing", []).append(p)
-        elif r < 0.7:
-            shapes.setdefault("decreasing", []).append(p)
+        if r < 0.7:
+            shapes.setdefault("increasing" if r < 0.35 else "decreasing", []).append(p)
     r = rng.random()
-    if r < 0.4:
-        shapes["convex"] = True
-    elif r < 0.8:
-        shapes["concave"] = True
+    if r < 0.8:
+        shapes["convex" if r < 0.4 else "concave"] = True
     if rng.random() < 0.3 or not shapes:
         shapes["lower"] = float(np.quantile(y, 0.1))
     s = scale_bandwidth(X)
@@ -391,14 +339,9 @@ def constraint_values(est, name, G):
     return np.linalg.eigvalsh(H)[:, 0]
 
 
-def dense_grid(box, per_dim):
-    axes = [np.linspace(box[0, p], box[1, p], per_dim) for p in range(box.shape[1])]
-    return np.stack([a.ravel() for a in np.meshgrid(*axes, indexing="ij")], axis=1)
-
-
 def grid_minimum(est, name, G, chunk=20000):
-    vals = [constraint_values(est, name, G[i:i + chunk]) for i in range(0, len(G), chunk)]
-    v = np.concatenate(vals)
+    v = np.concatenate([constraint_values(est, name, G[i:i + chunk])
+                        for i in range(0, len(G), chunk)])
     return float(v.min()), float(np.mean(np.abs(v)))
 
 
@@ -423,15 +366,16 @@ def section_tightness(args, out):
         est = ShapeConstrainedRegressor(**shapes, **params, tol=CV_TOL, random_state=k)
         t0 = time.perf_counter()
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+            with quiet():
                 est.fit(X, y)
         except Exception as exc:
             out.append(f"| {k} | {d} | {n} | {shapes} | {params} | FAILED | "
                        f"{type(exc).__name__}: {exc} | | | | | | | |")
             continue
         t_fit = time.perf_counter() - t0
-        G = dense_grid(est.x_box_, args.grid1 if d == 1 else args.grid2)
+        axes = [np.linspace(lo, hi, args.grid1 if d == 1 else args.grid2)
+                for lo, hi in est.x_box_.T]
+        G = np.stack([a.ravel() for a in np.meshgrid(*axes, indexing="ij")], axis=1)
         sh = ", ".join(f"{a}={b if not isinstance(b, float) else round(b, 3)}"
                        for a, b in shapes.items())
         for name, c in est.certificate_.items():
@@ -455,14 +399,13 @@ def section_tightness(args, out):
             out.append(row)
             print(row, flush=True)
     if margins:
+        def q(v):
+            return (f"{len(v)} cases, max {max(v):.3g}, median {np.median(v):.3g}, within 10x "
+                    f"{sum(r <= 10 for r in v)}" if v else "none")
         out += ["", f"certified constraints: {len(margins)}; unsound (grid below the bound): "
-                f"{len(unsound)} {unsound}; min margin / scale {min(margins):.3g}, median "
-                f"{np.median(margins):.3g}, max {max(margins):.3g}; bound / grid min where "
-                f"grid min < 0: " + (f"{len(ratios)} cases, max {max(ratios):.3g}, "
-                                     f"median {np.median(ratios):.3g}" if ratios else "none")
-                + f"; of these with grid min < -certify_tol * scale: {len(far)}"
-                + (f", bound / grid min max {max(far):.3g}, within 10x: "
-                   f"{sum(r <= 10 for r in far)}" if far else "")]
+                f"{len(unsound)} {unsound}; margin / scale: {q(margins)}; bound / grid min "
+                f"where grid min < 0: {q(ratios)}; of these with grid min < -certify_tol * "
+                f"scale: {q(far)}"]
         print(out[-1], flush=True)
 
 
@@ -471,66 +414,49 @@ def section_real(args, out):
     out += ["", "## 4. Real data: held-out MSE / Var(y_test), random 70/30 splits", "",
             "Same tuning as section 1 (on the training part only); Engel: income -> food "
             "expenditure (d = 1); Production: log gsp on log(pc, pcap, emp) (d = 3).", ""]
-    for label, loader, iso in (("engel", lambda: load_engel(return_X_y=True), True),
-                               ("production(log)",
-                                lambda: load_production(return_X_y=True, log=True), False)):
-        if label.split("(")[0] not in args.real:
-            continue
-        X, y = loader()
+    for label in args.real:
+        iso = label == "engel"
+        X, y = (load_engel(return_X_y=True) if iso
+                else load_production(return_X_y=True, log=True))
         names = ["psdsos", *BASELINES] + (["Isotonic"] if iso else [])
         out += comparison_header(names)
-        mses = {k: [] for k in names}
-        infos, details = [], []
+        mses, infos, details = {k: [] for k in names}, [], []
         for split in range(args.splits):
-            rng = np.random.default_rng(1000 + split)
-            perm = rng.permutation(len(y))
-            cut = int(0.7 * len(y))
-            tr, te = perm[:cut], perm[cut:]
+            perm = np.random.default_rng(1000 + split).permutation(len(y))
+            tr, te = perm[:int(0.7 * len(y))], perm[int(0.7 * len(y)):]
             res, info, times, fails = compare(X[tr], y[tr], X[te], y[te], args.cv, iso)
             for k, v in res.items():
                 mses[k].append(v)
             infos.append(info)
-            details.append(f"- {label} split {split}: " + ", ".join(
-                f"{k} {fmt(v)} ({times[k]:.1f} s)" for k, v in res.items())
-                + f"; psdsos statuses {info['statuses']}, slowest CV fit "
-                f"{info.get('slowest cv fit')}"
-                + (f"; warnings {info['warnings']}" if info["warnings"] else "")
-                + "".join(f"; FAILED {k}: {m}" for k, m in fails.items()))
+            details.append(detail(f"{label} split {split}", res, times, info, fails))
             print(details[-1], flush=True)
         out.append(comparison_row(f"{label} n={len(y)} d={X.shape[1]}", names, mses, infos))
         print(out[-1], flush=True)
         out += ["", *details, ""]
 
 
-SECTIONS = {"accuracy": section_accuracy, "cost": section_cost, "tightness": section_tightness,
-            "real": section_real}
+SECTIONS = dict(accuracy=section_accuracy, cost=section_cost, tightness=section_tightness,
+                real=section_real)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, < 5 minutes")
     ap.add_argument("--sections", nargs="+", choices=list(SECTIONS), default=list(SECTIONS))
-    ap.add_argument("--sizes", nargs="+", type=int)
-    ap.add_argument("--dims", nargs="+", type=int)
-    ap.add_argument("--noises", nargs="+", type=float)
     ap.add_argument("--functions", nargs="+", choices=["cobb-douglas", "sqrt"])
-    ap.add_argument("--seeds", type=int)
-    ap.add_argument("--cv", type=int, default=3)
-    ap.add_argument("--cost-dims", nargs="+", type=int)
-    ap.add_argument("--cost-n", type=int)
-    ap.add_argument("--cost-tols", nargs="+", type=float, default=[1e-4, 1e-6])
-    ap.add_argument("--problems", type=int)
-    ap.add_argument("--tight-seed", type=int, default=0)
-    ap.add_argument("--max-exchange", type=int, default=None,
-                    help="tightness: the estimator's max_exchange (0: certify the first fit, "
-                    "whose violations are larger)")
-    ap.add_argument("--grid1", type=int, default=100000)
-    ap.add_argument("--grid2", type=int)
     ap.add_argument("--real", nargs="+", choices=["engel", "production"])
-    ap.add_argument("--splits", type=int)
-    ap.add_argument("--sigma-mults", nargs="+", type=float)
-    ap.add_argument("--rhos", nargs="+", type=float)
-    ap.add_argument("--lam2s", nargs="+", type=float)
+    ap.add_argument("--cost-tols", nargs="+", type=float, default=[1e-4, 1e-6])
+    for flag in ("sizes", "dims", "cost-dims"):
+        ap.add_argument(f"--{flag}", nargs="+", type=int)
+    for flag in ("noises", "sigma-mults", "rhos", "lam2s"):
+        ap.add_argument(f"--{flag}", nargs="+", type=float)
+    for flag in ("seeds", "cost-n", "problems", "grid2", "splits"):
+        ap.add_argument(f"--{flag}", type=int)
+    ap.add_argument("--cv", type=int, default=3)
+    ap.add_argument("--tight-seed", type=int, default=0)
+    ap.add_argument("--grid1", type=int, default=100000)
+    ap.add_argument("--max-exchange", type=int, default=None,
+                    help="tightness: the estimator's max_exchange (0: certify the first fit)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     q = args.quick
@@ -546,8 +472,7 @@ def main(argv=None):
         "lam2s": [1e-3, 1e-5] if q else [1e-3, 1e-5, 1e-7],
     }
     for k, v in defaults.items():
-        if getattr(args, k) is None:
-            setattr(args, k, v)
+        setattr(args, k, v if getattr(args, k) is None else getattr(args, k))
     GRID.update(sigma_mults=tuple(args.sigma_mults), rhos=tuple(args.rhos),
                 lam2s=tuple(args.lam2s))
     if q:
