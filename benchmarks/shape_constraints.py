@@ -17,7 +17,7 @@ One BLAS thread (threadpoolctl; also run with OMP/OPENBLAS/MKL_NUM_THREADS=1); w
 
 Usage::
 
-    python benchmarks/shape_constraints.py --quick   # tiny sizes and grids (CI keeps it from rotting)
+    python benchmarks/shape_constraints.py --quick   # tiny sizes and grids (for CI)
     python benchmarks/shape_constraints.py           # full run (hours on 1 core); options
     # select parts, e.g. --sections accuracy --dims 2 --sizes 200 500 --seeds 1
 """

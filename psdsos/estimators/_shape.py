@@ -50,6 +50,10 @@ from psdsos.solvers import PRIMAL_SOLVERS
 
 __all__ = ["ShapeConstrainedRegressor", "ShapeCertificate", "UncertifiedShapeWarning"]
 
+#: Cells of the branch and bound in the exchange's rounds (the final certificate has
+#: ``max_cells``).
+EXCHANGE_CELLS = 20_000
+
 #: f expands on every training point up to this many samples, on greedy landmarks beyond.
 AUTO_TRAIN_CENTERS = 2000
 
@@ -330,9 +334,13 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         new, smin, _ = sf.most_violated(fit, con, design, box, thr, n_add=8)
         if new.shape[0] or not self.certify:
             return new, None
+        # the exchange's covering stops at a smaller budget: it looks for violators; the
+        # final certificate gets the whole budget (_certify)
+        budget = min(self.max_cells, EXCHANGE_CELLS)
         bound, status, smin, n_cells, argmin = certify_constraint(
-            fit, con, box, smin, scale, self.certify_tol, self.max_cells)
-        record = (bound, status, smin, n_cells, scale)
+            fit, con, box, smin, scale, self.certify_tol, budget)
+        record = (bound, status, smin, n_cells, scale) if (
+            status == "certified" or budget == self.max_cells) else None
         if argmin is not None and smin < thr:
             pts, _, _ = sf.most_violated(fit, con, argmin[None, :], box, thr, n_add=1,
                                          n_local=1)
