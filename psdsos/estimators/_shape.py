@@ -150,8 +150,9 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     fit_intercept : bool, default=True
     certify : bool, default=True
         Prove the certificates (branch and bound) and use them in the exchange; otherwise
-        the exchange searches the design only and ``certificate_`` reports the sampled
-        minima (status "sampled").
+        the exchange searches the design only, ``certificate_`` reports the sampled
+        minima (status "sampled") and ``predict`` is the raw fit (a correction is made only
+        where a certificate proves how much suffices).
     certify_tol : float, default=1e-2
         Relative tolerance of the exchange and of the covering: the branch and bound stops
         once it proves g >= (sampled minimum) - certify_tol * scale.
@@ -422,7 +423,9 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
                         fit, con, box, smin, scale, self.certify_tol, self.max_cells)
                 else:
                     bound, status, n_cells = smin, "sampled", 0
-            bounds.append(bound)
+            # only a proved bound says how much correction suffices: a "sampled" one
+            # gets none (its minimum between the points found may be far off)
+            bounds.append(bound if status == "certified" else max(bound, 0.0))
             records.append((con, bound, status, smin, scale, n_cells))
         corr = build_correction(constraints, bounds, box)
         self._correction = corr
@@ -430,9 +433,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         uncertified = []
         for con, bound, status, smin, scale, n_cells in records:
             f = sf.unit_factor(con, self)
-            e = max(0.0, -bound)
-            if con.kind == "value":
-                e = max(0.0, -bound) if corr.scale == 1.0 else e
+            e = max(0.0, -bound) if status == "certified" else 0.0
             rel_corr = max(rel_corr, e / scale)
             self.certificate_[con.name] = ShapeCertificate(
                 bound=float(bound * f), status=status, relative=float(bound / scale),

@@ -55,7 +55,8 @@ class ShapeCertificate:
         covering (user's units): an upper bound of the true minimum.
     correction : float
         What the certified-shape predictor adds to the constraint function (user's units;
-        0 when the raw fit already satisfies it).
+        0 when the raw fit already satisfies it, and for a "sampled" certificate: no
+        correction is proved sufficient there).
     n_cells : int
         Cells evaluated by the branch and bound.
     """
