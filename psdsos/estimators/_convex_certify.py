@@ -182,43 +182,32 @@ CERTIFICATE_TOL = 1e-2
 def convexity_certificate(est):
     """certificate_: {"convex[0,...]" or "concave[0,...]": ShapeCertificate}, a proved lower
     bound of lambda_min of the Hessian of the convex part (of -f when concave) over the box
-    of the data, in the user's units (psdsos.sos.kernel_constraint_certificate; the Gaussian
-    kernel and representation="approx"; "sampled" otherwise or beyond CERTIFICATE_CELLS)."""
-    from psdsos.estimators._shape_certify import ShapeCertificate
-    from psdsos.sos import kernel_constraint_certificate
+    of the data, in the user's units (the certificate of ShapeConstrainedRegressor,
+    :func:`psdsos.estimators._shape_certify.certify_constraint`; the Gaussian kernel and
+    representation="approx"; "sampled" otherwise or beyond CERTIFICATE_CELLS)."""
+    from psdsos.estimators._convex_fit import unit_kernel
+    from psdsos.estimators._shape_certify import ShapeCertificate, certify_constraint
+    from psdsos.estimators._shape_fit import Fit
+    from psdsos.estimators._shape_problem import ShapeConstraint
 
     p = est.coef_.shape[0]
     name = f"{'concave' if est.concave else 'convex'}[{','.join(map(str, range(p)))}]"
     eig = hessian_eigenvalues(est, None, DEFICIT_POINTS, 0, sign=est._sign())
     scale = max(float(np.mean(np.abs(eig).max(axis=1))),
                 CURVATURE_FLOOR * est.y_scale_ / est.x_scale_**2)
-    smin = float(eig.min())
-    bound, status, n_cells = smin, "sampled", 0
-    from psdsos.estimators._shape_certify import certifiable
-
-    if est.representation == "approx" and certifiable(p, p):
+    bound = smin = float(eig.min())
+    status, n_cells = "sampled", 0
+    if est.representation == "approx":
         # in the standardized units (kernel of bandwidth 1; Hessians y_scale_ / x_scale_^2
         # times smaller; the affine part has none): any magnitude of x and y
-        from psdsos.estimators._convex_fit import unit_kernel
-
         unit = est.y_scale_ / est.x_scale_**2
-        lo, hi = ((b - est.x_offset_) / est.x_scale_ for b in fitted_box(est))
-        try:
-            cert = kernel_constraint_certificate(
-                unit_kernel(est.kernel_), (est.X_fit_ - est.x_offset_) / est.x_scale_,
-                est.alpha_ / est.y_scale_, np.zeros(p + 1), "hessian", lo, hi,
-                subset=list(range(p)), goal=(smin - CERTIFICATE_TOL * scale) / unit,
-                tol=0.0, max_cells=CERTIFICATE_CELLS,
-                initial=1 if CERTIFICATE_CELLS < 4**p else None)
-        except NotImplementedError:
-            cert = None
-        if cert is not None:
-            smin = min(smin, float(cert.sampled_min) * unit)
-            n_cells = int(cert.n_cells)
-            if cert.status == "certified":
-                bound, status = min(float(cert.bound) * unit, smin), "certified"
-            else:
-                bound = smin
+        fit = Fit(unit_kernel(est.kernel_), (est.X_fit_ - est.x_offset_) / est.x_scale_,
+                  est.alpha_ / est.y_scale_, np.zeros(0))
+        box = tuple((b - est.x_offset_) / est.x_scale_ for b in fitted_box(est))
+        bound, status, smin, n_cells, _ = certify_constraint(
+            fit, ShapeConstraint("hessian", tuple(range(p))), box, smin / unit, scale / unit,
+            CERTIFICATE_TOL, CERTIFICATE_CELLS)
+        bound, smin = bound * unit, smin * unit
     est.certificate_ = {name: ShapeCertificate(
         bound=float(bound), status=status, relative=float(bound / scale),
         sampled_min=float(smin), correction=0.0, n_cells=n_cells)}

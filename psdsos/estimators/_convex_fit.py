@@ -195,9 +195,9 @@ class StandardizedData:
     w: np.ndarray | None  # sample weights
 
 
-def prepare(est, X, y, sample_weight):
-    """Validate (X, y, sample_weight), choose the kernel, the constraint points and their
-    features, set the standardized units (x_offset_, ..., x_box_) and standardize."""
+def check_fit_input(est: Any, X: Any, y: Any, sample_weight: Any) -> tuple[Any, Any, Any]:
+    """(X, y, w) of a regression fit, validated: numeric targets, at least 2 samples of
+    positive weight (rows of weight 0 dropped, check_sample_weight)."""
     y_kind = getattr(np.asarray(y) if y is not None else None, "dtype", None)
     if y_kind is not None and y_kind.kind in "USVM":
         raise ValueError(f"y must be numeric (real targets), got dtype {y_kind}")
@@ -209,6 +209,13 @@ def prepare(est, X, y, sample_weight):
             f"sample_weight leaves {X.shape[0]} sample of positive weight; at least 2 "
             "are required"
         )
+    return X, y, w
+
+
+def prepare(est, X, y, sample_weight):
+    """Validate (X, y, sample_weight), choose the kernel, the constraint points and their
+    features, set the standardized units (x_offset_, ..., x_box_) and standardize."""
+    X, y, w = check_fit_input(est, X, y, sample_weight)
     kernel = resolve_kernel(est.kernel, est.sigma, X, w)
     check_kernel_and_regularization(est, kernel)
     Z = est._constraint_points(X, kernel)

@@ -32,11 +32,16 @@ from psdsos._validation import (
     PathLike,
     RandomStateLike,
     check_random_state,
-    validate_data,
 )
 from psdsos.estimators import _shape_fit as sf
 from psdsos.estimators._common import ITERATIVE_OPTIONS, fitted_input
-from psdsos.estimators._convex_fit import check_kernel_and_regularization, set_scaling, unit_kernel
+from psdsos.estimators._convex_certify import ConstraintPointsOption
+from psdsos.estimators._convex_fit import (
+    check_fit_input,
+    check_kernel_and_regularization,
+    set_scaling,
+    unit_kernel,
+)
 from psdsos.estimators._shape_certify import (
     Correction,
     ShapeCertificate,
@@ -44,7 +49,7 @@ from psdsos.estimators._shape_certify import (
     certify_constraint,
     constraint_scale,
 )
-from psdsos.estimators._weights import check_sample_weight, first_unique_rows
+from psdsos.estimators._weights import first_unique_rows
 from psdsos.kernels import Kernel, get_kernel
 from psdsos.solvers import PRIMAL_SOLVERS
 
@@ -72,16 +77,6 @@ class _FeatureSpec:
             return
         raise ValueError(f"{name} of {owner} must be None, True or a list of feature indices, "
                          f"got {value!r}")
-
-
-class _OptionalReal:
-    def check(self, name: str, value: Any, owner: str) -> None:
-        if value is None:
-            return
-        if (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real)
-                or not np.isfinite(float(value))):
-            raise ValueError(f"{name} of {owner} must be None or a finite real number, "
-                             f"got {value!r}")
 
 
 @register_loadable
@@ -137,10 +132,11 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         As in :class:`ConvexRegressor` (standardized units).
     solver : {"dual", "primal"}, default="dual"
     primal_solver : {"SCS", "CLARABEL"}, default="CLARABEL"
-    constraint_points : None, int or array (m, n_features)
+    constraint_points : None, "train", int or array (m, n_features)
         Initial points of every constraint: ``None``: 16 * 2**n_features (at most 256)
-        scrambled Sobol points of the data's box and its corners; an int: that many Sobol
-        points and the corners; an array: those points.  The exchange adds more.
+        scrambled Sobol points of the data's box and its corners; ``"train"``: the distinct
+        training points; an int: that many Sobol points and the corners; an array: those
+        points.  The exchange adds more.
     centers : {"auto", "train", "landmarks"}, default="auto"
         Where f expands: the training points, or ``n_landmarks`` greedy landmarks (pivoted
         Cholesky) of the data; "auto": the training points up to 2,000 samples.
@@ -191,7 +187,8 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     _parameter_constraints = {
         "increasing": _FeatureSpec(), "decreasing": _FeatureSpec(),
         "convex": _FeatureSpec(), "concave": _FeatureSpec(),
-        "lower": _OptionalReal(), "upper": _OptionalReal(),
+        "lower": Interval(numbers.Real, None, None, allow_none=True),
+        "upper": Interval(numbers.Real, None, None, allow_none=True),
         "kernel": KERNEL_OPTIONS,
         "sigma": Bandwidth(),
         "rho": Interval(numbers.Real, 0.0, None),
@@ -199,7 +196,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         "lam2": Interval(numbers.Real, 0.0, None),
         "solver": Options(["dual", "primal"]),
         "primal_solver": Options(PRIMAL_SOLVERS),
-        "constraint_points": _FeatureSpec(),
+        "constraint_points": ConstraintPointsOption(),
         "centers": Options(["auto", "train", "landmarks"]),
         "n_landmarks": Interval(numbers.Integral, 1, None, allow_none=True),
         "fit_intercept": Bool(),
@@ -264,24 +261,16 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
             Non-negative weights (scikit-learn semantics, as in :class:`ConvexRegressor`).
         """
         validate_params(self)
-        y_kind = getattr(np.asarray(y) if y is not None else None, "dtype", None)
-        if y_kind is not None and y_kind.kind in "USVM":
-            raise ValueError(f"y must be numeric (real targets), got dtype {y_kind}")
-        X, y = validate_data(self, X, y, reset=True, dtype=np.float64, ensure_min_samples=2,
-                             y_numeric=True)
-        X, y, w = check_sample_weight(sample_weight, X, y)
-        if X.shape[0] < 2:
-            raise ValueError(f"sample_weight leaves {X.shape[0]} sample of positive weight; "
-                             "at least 2 are required")
-        kernel = resolve_kernel(self.kernel, self.sigma, X, w)
+        Xv, yv, w = check_fit_input(self, X, y, sample_weight)
+        kernel = resolve_kernel(self.kernel, self.sigma, Xv, w)
         check_kernel_and_regularization(self, kernel)
-        set_scaling(self, kernel, X, y, w)
-        self.x_box_ = np.vstack([X.min(axis=0), X.max(axis=0)])
-        p = X.shape[1]
+        set_scaling(self, kernel, Xv, yv, w)
+        self.x_box_ = np.vstack([Xv.min(axis=0), Xv.max(axis=0)])
+        p = Xv.shape[1]
         constraints = sf.parse_constraints(self, p)
         kernel_u = unit_kernel(kernel)
-        U = (X - self.x_offset_) / self.x_scale_
-        t = (y - self.y_offset_) / self.y_scale_
+        U = (Xv - self.x_offset_) / self.x_scale_
+        t = (yv - self.y_offset_) / self.y_scale_
         C = self._centers(U, kernel_u)
         data = sf.shape_data(self, kernel_u, U, t, w, C)
         # the Sobol points are scrambled with random_state (seed 0 when None: a fit is
@@ -297,7 +286,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         # bounds start without points when the exchange runs: imposed where the fit
         # violates them (a bound far from the data would otherwise cost its slack)
         data.points = [np.zeros((0, p)) if con.kind == "value" and self.max_exchange > 0
-                       else self._initial_points(data, rng)
+                       else self._initial_points(data, rng, U)
                        for con in constraints]
         design = self._design(data.box, rng)
         n_exchange = 0
@@ -362,9 +351,11 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
                                 landmarks="greedy").fit(U)
         return np.asarray(feats.anchors_, dtype=np.float64)
 
-    def _initial_points(self, data, rng):
+    def _initial_points(self, data, rng, U):
         cp_ = self.constraint_points
         p = data.box[0].shape[0]
+        if isinstance(cp_, str):  # "train" (the only string the option accepts)
+            return first_unique_rows(U)
         if cp_ is None or isinstance(cp_, numbers.Integral):
             m = min(16 * 2**p, 256) if cp_ is None else int(cp_)
             seed = int(check_random_state(rng).integers(2**31 - 1))
@@ -508,7 +499,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
 
     def _saved_param_values(self):
         cp_ = self.constraint_points
-        if cp_ is not None and not isinstance(cp_, numbers.Integral):
+        if cp_ is not None and not isinstance(cp_, (numbers.Integral, str)):
             return {"constraint_points": np.asarray(cp_, dtype=np.float64)}
         return {}
 

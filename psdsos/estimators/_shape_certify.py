@@ -147,10 +147,6 @@ class Correction:
     def identity(cls, p: int) -> Correction:
         return cls(np.zeros(p), np.zeros(p), np.zeros(p))
 
-    def is_identity(self) -> bool:
-        return (not np.any(self.lin) and not np.any(self.quad) and self.scale == 1.0
-                and self.shift == 0.0)
-
     def terms(self, U):
         """(value, gradient, diagonal Hessian) of the polynomial part at the rows of U."""
         D = U - self.anchor

@@ -7,7 +7,6 @@ x_scale_, the kernel of bandwidth 1; t = (y - y_offset_) / y_scale_).
 from __future__ import annotations
 
 import numbers
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -357,9 +356,3 @@ def pad_dual(G: list[np.ndarray] | None, points: list[np.ndarray],
         extra = Z.shape[0] - Gk.shape[0]
         out.append(np.concatenate([Gk, np.zeros((extra, con.d, con.d))]) if extra else Gk)
     return out
-
-
-def warn_convergence(message: str) -> None:
-    from sklearn.exceptions import ConvergenceWarning
-
-    warnings.warn(message, ConvergenceWarning, stacklevel=3)
