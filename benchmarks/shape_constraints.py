@@ -3,10 +3,11 @@
 One BLAS thread (threadpoolctl; also run with OMP/OPENBLAS/MKL_NUM_THREADS=1); wall seconds.
 1. ``accuracy``: test MSE / Var(f) vs the noise-free f, f Cobb-Douglas (sum a_p = 0.8; full
    mode also sum sqrt(x_p) / d), x ~ U[0.1, 1]^d, noise s std(f), s in {0.05, 0.2}.  All
-   tuned by 3-fold GridSearchCV on the training set: ShapeConstrainedRegressor(increasing,
-   concave) over sigma (x scale_bandwidth) x rho x lam2 with certify=False, tol 1e-4, best
-   refitted with certify=True; HGB(monotonic_cst); KernelRidge (rbf) over alpha x gamma;
-   CNLS (increasing, concave; no hyperparameter).  Ratio psdsos / best other (< 1: win).
+   tuned by CV on the training set, the same shuffled 3 folds for all:
+   ShapeConstrainedRegressorCV(increasing, concave) with its default grid (sigma x
+   scale_bandwidth x rho x lam2; certify=False in the CV, refits certified);
+   HGB(monotonic_cst) and KernelRidge (rbf, alpha x gamma) by GridSearchCV; CNLS
+   (increasing, concave; no hyperparameter).  Ratio psdsos / best other (< 1: win).
 2. ``cost``: one fit (sigma="scale", rho=1e-4), n = 1000: certify=False vs True, split into
    solves / branch and bound / the rest (exchange search) by wrapping two internal functions.
 3. ``tightness``: random problems (d <= 2, random shapes): certified bound of each constraint
@@ -38,21 +39,24 @@ from sklearn.compose import TransformedTargetRegressor
 from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.isotonic import IsotonicRegression
 from sklearn.kernel_ridge import KernelRidge
-from sklearn.model_selection import GridSearchCV
+from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 import psdsos
 import psdsos.estimators._shape as shape_module
 import psdsos.estimators._shape_fit as shape_fit
-from psdsos import PiecewiseLinearConvexRegressor, ShapeConstrainedRegressor
+from psdsos import (
+    PiecewiseLinearConvexRegressor,
+    ShapeConstrainedRegressor,
+    ShapeConstrainedRegressorCV,
+)
 from psdsos.datasets import load_engel, load_production
+from psdsos.estimators._shape_cv import DEFAULT_LAM2S, DEFAULT_RHOS, DEFAULT_SIGMAS
 from psdsos.kernels import scale_bandwidth
 
 #: psdsos's CV grid: sigma in multiples of scale_bandwidth, rho, lam2 (set by main())
-GRID = {"sigma_mults": (0.5, 1.0, 2.0), "rhos": (1e-2, 1e-3, 1e-4, 1e-5),
-        "lam2s": (1e-3, 1e-5, 1e-7)}
-CV_TOL = 1e-4
+GRID = {"sigma_mults": DEFAULT_SIGMAS, "rhos": DEFAULT_RHOS, "lam2s": DEFAULT_LAM2S}
 
 
 # ---- machine and timing ---------------------------------------------------------------------
@@ -124,31 +128,26 @@ def grid_search(est, grid, X, y, cv):
 
 
 def fit_psdsos(X, y, cv, increasing=True, concave=True):
-    """CV with certify=False, refit of the best with certify=True; returns (model, info)."""
-    s = scale_bandwidth(X)
-    base = ShapeConstrainedRegressor(increasing=increasing, concave=concave, certify=False,
-                                     tol=CV_TOL, random_state=0)
-    t0 = time.perf_counter()
-    gs = grid_search(base, {"sigma": [m * s for m in GRID["sigma_mults"]],
-                            "rho": list(GRID["rhos"]), "lam2": list(GRID["lam2s"])}, X, y, cv)
-    t_cv = time.perf_counter() - t0
-    best = dict(gs.best_params_)
-    ft = gs.cv_results_["mean_fit_time"]
-    slow = gs.cv_results_["params"][int(np.argmax(ft))]
-    slow_txt = ", ".join(f"{k} {v / s if k == 'sigma' else v:g}" for k, v in slow.items())
-    est = ShapeConstrainedRegressor(increasing=increasing, concave=concave, certify=True,
-                                    tol=CV_TOL, random_state=0, **best)
+    """ShapeConstrainedRegressorCV over GRID (its defaults unless changed on the command
+    line); returns (model, info)."""
+    est = ShapeConstrainedRegressorCV(
+        increasing=increasing, concave=concave, sigmas=GRID["sigma_mults"], rhos=GRID["rhos"],
+        lam2s=GRID["lam2s"], cv=cv, random_state=0)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         est.fit(X, y)
     t_fit = time.perf_counter() - t0
+    best = est.best_estimator_
     cert = est.certificate_
+    ft = est.cv_results_["mean_fit_time"]
     info = {
-        "sigma/scale": best["sigma"] / s, "rho": best["rho"], "lam2": best["lam2"],
-        "cv s": t_cv, "refit s": t_fit, "n_iter": est.n_iter_, "n_exchange": est.n_exchange_,
-        "slowest cv fit": f"{ft.max():.1f} s at {slow_txt} (sigma in units of scale)",
-        "certified": all(c.status == "certified" for c in cert.values()),
+        "sigma/scale": est.best_sigma_factor_, "rho": est.best_params_["rho"],
+        "lam2": est.best_params_["lam2"], "cv + refits s": t_fit, "n_refits": est.n_refits_,
+        "n_iter": best.n_iter_, "n_exchange": best.n_exchange_,
+        "cv fits stopped at cv_max_iter": est.n_not_converged_,
+        "slowest cv fit s": float(np.max(ft)),
+        "certified": est.certified_,
         "statuses": {k: c.status for k, c in cert.items()},
         "min relative bound": min(c.relative for c in cert.values()),
         "correction": est.correction_,
@@ -169,8 +168,8 @@ def fit_krr(X, y, cv):
     s = scale_bandwidth(X)
     g0 = 1.0 / (2.0 * s**2)  # the Gaussian of bandwidth sigma="scale"
     est = TransformedTargetRegressor(KernelRidge(kernel="rbf"), transformer=StandardScaler())
-    grid = {"regressor__alpha": [1e-4, 1e-3, 1e-2, 1e-1, 1.0],
-            "regressor__gamma": [g0 * m for m in (0.25, 1.0, 4.0, 16.0)]}
+    grid = {"regressor__alpha": [1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0],
+            "regressor__gamma": [g0 * m for m in (1 / 16, 0.25, 1.0, 4.0, 16.0)]}
     return grid_search(est, grid, X, y, cv).best_estimator_
 
 
@@ -181,6 +180,7 @@ BASELINES = {"HGB monotone": fit_hgb, "KernelRidge": fit_krr, "CNLS": lambda X, 
 def compare(X, y, Xt, target, cv, isotonic=False):
     """Relative test MSE of psdsos and the baselines, psdsos info, times, failures."""
     res, times, fails = {}, {}, {}
+    cv = KFold(cv, shuffle=True, random_state=0)  # the same folds for every method
     denom = np.var(target)
     t0 = time.perf_counter()
     try:
@@ -211,7 +211,10 @@ def detail(prefix, res, times, info, fails):
             + f"; psdsos n_iter {info.get('n_iter')}, exchange rounds {info.get('n_exchange')}, "
             f"statuses {info['statuses']}, min relative bound "
             f"{info.get('min relative bound', np.nan):.3g}, correction "
-            f"{info.get('correction', np.nan):.3g}, slowest CV fit {info.get('slowest cv fit')}"
+            f"{info.get('correction', np.nan):.3g}, slowest CV fit "
+            f"{info.get('slowest cv fit s', np.nan):.1f} s, "
+            f"CV fits stopped at cv_max_iter {info.get('cv fits stopped at cv_max_iter')}, "
+            f"refits {info.get('n_refits')}"
             + (f"; warnings {info['warnings']}" if info["warnings"] else "")
             + "".join(f"; FAILED {k}: {m}" for k, m in fails.items()))
 
@@ -222,7 +225,7 @@ def fmt(v):
 
 def comparison_header(names):
     return [f"| setting | {' | '.join(names)} | psdsos / best other | certified "
-            "| psdsos sigma/scale, rho, lam2 | psdsos time (cv + refit) s |",
+            "| psdsos sigma/scale, rho, lam2 | psdsos time (CV + refits) s |",
             "|" + "---|" * (len(names) + 5)]
 
 
@@ -234,7 +237,7 @@ def comparison_row(label, names, mses, info):
     cert = f"{sum(i['certified'] for i in info)}/{len(info)}"
     hp = "; ".join(f"{i.get('sigma/scale', np.nan):g}, {i.get('rho', np.nan):g}, "
                    f"{i.get('lam2', np.nan):g}" for i in info)
-    tm = ", ".join(f"{i.get('cv s', np.nan):.0f}+{i.get('refit s', np.nan):.0f}" for i in info)
+    tm = ", ".join(f"{i.get('cv + refits s', np.nan):.0f}" for i in info)
     cells = " | ".join(fmt(mean.get(k)) for k in names)
     return f"| {label} | {cells} | {ratio:.2f} | {cert} | {hp} | {tm} |"
 
@@ -243,10 +246,11 @@ def comparison_row(label, names, mses, info):
 def section_accuracy(args, out):
     names = ["psdsos", *BASELINES]
     out += ["", "## 1. Held-out MSE / Var(f), monotone + concave production data", "",
-            f"psdsos: GridSearchCV (cv={args.cv}) over sigma = {GRID['sigma_mults']} x "
-            f"scale_bandwidth x rho = {GRID['rhos']} x lam2 = {GRID['lam2s']}, "
-            f"certify=False, tol={CV_TOL} inside the CV; the best refitted "
-            "with certify=True (same tol); predictions by the certified-shape predictor. "
+            f"psdsos: ShapeConstrainedRegressorCV (cv = shuffled {args.cv}-fold, the same "
+            f"folds for every method) over sigma = {GRID['sigma_mults']} x "
+            f"scale_bandwidth x rho = {GRID['rhos']} x lam2 = {GRID['lam2s']} "
+            "(certify=False in the CV, the best refitted with certify=True, the first "
+            "certified of the 3 best kept); predictions by the certified-shape predictor. "
             "Means over seeds " + str(list(range(args.seeds))) + "; per-seed values below.",
             ""]
     out += comparison_header(names)
@@ -363,7 +367,7 @@ def section_tightness(args, out):
         d, n = X.shape[1], X.shape[0]
         if args.max_exchange is not None:
             params["max_exchange"] = args.max_exchange
-        est = ShapeConstrainedRegressor(**shapes, **params, tol=CV_TOL, random_state=k)
+        est = ShapeConstrainedRegressor(**shapes, **params, tol=1e-4, random_state=k)
         t0 = time.perf_counter()
         try:
             with quiet():
@@ -467,9 +471,9 @@ def main(argv=None):
         "seeds": 1 if q else 3, "cost_dims": [2] if q else [2, 3],
         "cost_n": 150 if q else 1000, "problems": 1 if q else 20, "grid2": 100 if q else 1000,
         "real": ["engel"] if q else ["engel", "production"], "splits": 1 if q else 5,
-        "sigma_mults": [1.0] if q else [0.5, 1.0, 2.0],
-        "rhos": [1e-3] if q else [1e-2, 1e-3, 1e-4, 1e-5],
-        "lam2s": [1e-3] if q else [1e-3, 1e-5, 1e-7],
+        "sigma_mults": [2.0] if q else list(DEFAULT_SIGMAS),
+        "rhos": [1e-4] if q else list(DEFAULT_RHOS),
+        "lam2s": [1e-5] if q else list(DEFAULT_LAM2S),
     }
     for k, v in defaults.items():
         setattr(args, k, v if getattr(args, k) is None else getattr(args, k))

@@ -52,8 +52,7 @@ from threadpoolctl import threadpool_limits
 
 from psdsos import ConvexRegressor, PiecewiseLinearConvexRegressor
 from psdsos.datasets import convex_regression_truth
-from psdsos.estimators import KernelRidgeRegressor
-from psdsos.estimators import NonConvexFitWarning
+from psdsos.estimators import KernelRidgeRegressor, NonConvexFitWarning
 from psdsos.model_selection import grid_search_cv
 
 B, ETA, DOF = 2.0, 0.3, 2

@@ -14,6 +14,7 @@ from psdsos.estimators import (
     PiecewiseLinearConvexRegressor,
     PSDRegressor,
     ShapeConstrainedRegressor,
+    ShapeConstrainedRegressorCV,
     load,
 )
 from psdsos.structured import KRLSEstimator, SELFEstimator  # also registers them for load
@@ -25,6 +26,7 @@ __all__ = [
     "KernelRidgeRegressor",
     "PSDRegressor",
     "ShapeConstrainedRegressor",
+    "ShapeConstrainedRegressorCV",
     "PiecewiseLinearConvexRegressor",
     "SELFEstimator",
     "KRLSEstimator",

@@ -14,11 +14,13 @@ from psdsos.estimators._shape import (
     ShapeConstrainedRegressor,
     UncertifiedShapeWarning,
 )
+from psdsos.estimators._shape_cv import ShapeConstrainedRegressorCV
 
 __all__ = [
     "PSDRegressor",
     "ConvexRegressor",
     "ShapeConstrainedRegressor",
+    "ShapeConstrainedRegressorCV",
     "ShapeCertificate",
     "UncertifiedShapeWarning",
     "PiecewiseLinearConvexRegressor",
