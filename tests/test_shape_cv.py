@@ -39,7 +39,8 @@ def test_selection_equals_exhaustive_grid_search():
                                       cv_max_iter=20000, max_refits=1, tol=1e-4,
                                       random_state=0, **grid_small).fit(X, y)
     base = ShapeConstrainedRegressor(increasing=True, concave=True, certify=False,
-                                     max_exchange=0, tol=cv_tol, max_iter=20000, random_state=0)
+                                     max_exchange=0, constraint_points=16, tol=cv_tol,
+                                     max_iter=20000, random_state=0)
     s = scale_bandwidth(X)
     grid = {"sigma": [m * s for m in grid_small["sigmas"]], "rho": list(grid_small["rhos"]),
             "lam2": list(grid_small["lam2s"])}

@@ -88,8 +88,24 @@ def _centers(args, min_train):
     return "landmarks", r, f"centers: {r} greedy landmarks"
 
 
+def _shape_grid(name):
+    """(param_grid, description) of shape-fit: the paper's grid of convex-fit, or by default
+    that of ShapeConstrainedRegressorCV (a small lam2: its Frobenius weight biases the
+    constraint functions towards 0)."""
+    from psdsos.estimators._shape_cv import DEFAULT_LAM2S, DEFAULT_RHOS, DEFAULT_SIGMAS
+
+    if name == "paper":
+        return _convex_grid(name)
+    grid = {"rho": list(DEFAULT_RHOS), "lam2": list(DEFAULT_LAM2S),
+            "sigma": list(DEFAULT_SIGMAS)}
+    text = ("small: rho in {1e-4, 1e-5, 1e-6, 1e-7}, lam2 = 1e-7, sigma in {1, 2} x scale "
+            "(the grid of ShapeConstrainedRegressorCV)")
+    return grid, text
+
+
 def _shape_fit(args, out):
     from psdsos.estimators import ShapeConstrainedRegressor, UncertifiedShapeWarning
+    from psdsos.estimators._shape_cv import CV_POINTS_MAX
 
     args.verbose = not args.quiet
     if args.target is None:
@@ -106,17 +122,22 @@ def _shape_fit(args, out):
     # bounds in the target's units -> the standardized target the estimator sees
     bounds = {key: None if v is None else float(scaling.y(v))
               for key, v in (("lower", args.lower), ("upper", args.upper))}
-    grid, grid_text, factor_of = fc._search_grid(args, Xs, _convex_grid)
+    grid, grid_text, factor_of = fc._search_grid(args, Xs, _shape_grid)
     est = ShapeConstrainedRegressor(
         **spec, **bounds, kernel=args.kernel, lam1=0.0, solver=args.solver,
         primal_solver=args.primal_solver, centers=centers, n_landmarks=r,
         certify_tol=args.certify_tol, max_cells=args.max_cells,
         max_exchange=args.max_exchange, random_state=args.random_state,
         **fc._solver_settings(args))
-    # the CV fits hold the constraints at their points only (no exchange, no certificate)
-    cv_params = {"certify": False}
+    # the CV fits hold the constraints at their points only (no exchange, no certificate),
+    # fewer of them than the refit (as ShapeConstrainedRegressorCV)
+    cv_params = {"certify": False, "max_exchange": 0,
+                 "constraint_points": min(4 * 2 ** X.shape[1], CV_POINTS_MAX)}
     if args.solver == "dual":
         cv_params["max_iter"] = min(est.max_iter, fc.CV_MAX_ITER)
+        # a candidate's score needs less than the refit's gap (ShapeConstrainedRegressorCV's
+        # cv_tol)
+        cv_params["tol"] = max(est.tol, 1e-4)
 
     fc._print_header("shape-fit", args.data, X.shape[0], names, args.target,
                   f"shape-constrained ({_shape_text(spec, names, args)})", ignored, grid_text,
