@@ -10,6 +10,7 @@ first one whose every constraint is certified on the box is kept.
 from __future__ import annotations
 
 import numbers
+import time
 import warnings
 from typing import Any
 
@@ -162,6 +163,8 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
         Candidates refitted.
     n_iter_ : int
         Solver iterations of the kept refit (all its exchange rounds).
+    refit_time_ : float
+        Seconds spent in the refits (fit, exchange and certificates of each).
     n_not_converged_ : int
         CV fits that stopped at ``cv_max_iter``.
 
@@ -299,6 +302,7 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
         order = [int(i) for i in np.argsort(-np.where(np.isfinite(scores), scores, -np.inf),
                                             kind="stable")]
         refits = []
+        t_refit = time.perf_counter()
         for i in order[: self.max_refits]:
             params = res.cv_results_["params"][i]
             est = clone(base).set_params(certify=True, tol=self.tol, max_iter=self.max_iter,
@@ -311,6 +315,7 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
             refits.append((i, est, certified))
             if certified:
                 break
+        self.refit_time_ = time.perf_counter() - t_refit
         kept = next((r for r in refits if r[2]), refits[0])
         i, est, certified = kept
         self.best_estimator_ = est
