@@ -151,9 +151,8 @@ def _add_fit_options(fit, *, seeds):
     fit.add_argument("--cv", type=_int_at_least(2), default=5, metavar="K",
                      help="number of cross-validation folds, shuffled (default: 5)")
     fit.add_argument("--grid", choices=("paper", "small"), default="small",
-                     help="small (default): 12 candidates for convex-fit, 8 (those of "
-                          "ShapeConstrainedRegressorCV) for shape-fit; paper: Appendix D.2, "
-                          "60 candidates")
+                     help="small (default): 12 candidates for convex-fit, 8 for shape-fit; "
+                          "paper: Appendix D.2, 60 candidates")
     fit.add_argument("--rho", type=_float_list, metavar="V,...",
                      help="replace the grid's rho values (ridge weight on f)")
     fit.add_argument("--lam2", type=_float_list, metavar="V,...",

@@ -90,16 +90,13 @@ def _centers(args, min_train):
 
 def _shape_grid(name):
     """(param_grid, description) of shape-fit: the paper's grid of convex-fit, or by default
-    that of ShapeConstrainedRegressorCV (a small lam2: its Frobenius weight biases the
-    constraint functions towards 0)."""
-    from psdsos.estimators._shape_cv import DEFAULT_LAM2S, DEFAULT_RHOS, DEFAULT_SIGMAS
-
+    the bandwidths of ShapeConstrainedRegressorCV with a small lam2 (its Frobenius weight
+    biases the constraint functions towards 0)."""
     if name == "paper":
         return _convex_grid(name)
-    grid = {"rho": list(DEFAULT_RHOS), "lam2": list(DEFAULT_LAM2S),
-            "sigma": list(DEFAULT_SIGMAS)}
+    grid = {"rho": [1e-4, 1e-5, 1e-6, 1e-7], "lam2": [1e-7], "sigma": [1.0, 2.0]}
     text = ("small: rho in {1e-4, 1e-5, 1e-6, 1e-7}, lam2 = 1e-7, sigma in {1, 2} x scale "
-            "(the grid of ShapeConstrainedRegressorCV)")
+            "(a small lam2: its weight biases the slopes and curvatures)")
     return grid, text
 
 

@@ -41,8 +41,11 @@ __all__ = ["ShapeConstrainedRegressorCV"]
 #: curvature): on a Cobb-Douglas production function (d = 2, n = 1000, 5% noise),
 #: lam2 = 1e-3 gave a test error 30 times that of lam2 = 1e-7.
 DEFAULT_SIGMAS = (1.0, 2.0)
-DEFAULT_RHOS = (1e-4, 1e-5, 1e-6, 1e-7)
-DEFAULT_LAM2S = (1e-7,)
+DEFAULT_RHOS = (1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
+#: lam2s=None pairs each rho with lam2 = min(rho, LAM2_CAP): a lam2 below rho buys no
+#: accuracy, one above it biases (d = 2, n = 2000, 5% noise: rho = lam2 = 1e-8 gave a test
+#: error 4.9e-5 against 5.8e-5 at lam2 = 1e-7 and 6.2e-5 at rho = lam2 = 1e-7).
+LAM2_CAP = 1e-7
 #: The CV fits impose the shapes at 4 * 2**p Sobol points (and the corners), at most this
 #: many: a quarter of the refit's, which scores a candidate as well (d = 3, n = 333,
 #: Cobb-Douglas: test error 5.29e-4 with 32 points against 5.33e-4 with 128, in 1.2 s
@@ -53,10 +56,13 @@ CV_POINTS_MAX = 64
 class _PositiveGrid:
     """A non-empty sequence of finite reals > 0 (>= 0 with ``zero``)."""
 
-    def __init__(self, zero: bool = False) -> None:
+    def __init__(self, zero: bool = False, allow_none: bool = False) -> None:
         self.zero = zero
+        self.allow_none = allow_none
 
     def check(self, name: str, value: Any, owner: str) -> None:
+        if value is None and self.allow_none:
+            return
         what = ">= 0" if self.zero else "> 0"
         try:
             vals = [v for v in value]
@@ -78,9 +84,10 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
     by K-fold cross-validation, keeping a certified candidate.
 
     1. **Search.**  For every candidate of ``sigmas`` (multiples of
-       :func:`psdsos.kernels.scale_bandwidth` of the training inputs) x ``rhos`` x
-       ``lam2s``, the mean squared error on the held-out fold of a fit on the other folds
-       (:func:`psdsos.model_selection.grid_search_cv`, warm starts along ``lam2``).  These
+       :func:`psdsos.kernels.scale_bandwidth` of the training inputs) x ``rhos`` (x
+       ``lam2s``, or each rho with its own lam2), the mean squared error on the held-out
+       fold of a fit on the other folds
+       (:func:`psdsos.model_selection.grid_search_cv`, warm starts along ``rho``).  These
        fits impose the shapes at ``cv_constraint_points`` points only (``certify=False``,
        ``cv_max_exchange`` rounds of exchange), at tolerance ``cv_tol`` and at most
        ``cv_max_iter`` iterations, which is what makes the search affordable.
@@ -101,8 +108,11 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
     kernel : str or Kernel, default="gaussian"
     sigmas : sequence of float > 0, default=(1.0, 2.0, 4.0)
         Bandwidths in multiples of the data's scale.
-    rhos : sequence of float >= 0, default=(1e-4, 1e-5, 1e-6, 1e-7)
-    lam2s : sequence of float > 0, default=(1e-5, 1e-7)
+    rhos : sequence of float >= 0, default=(1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
+    lam2s : sequence of float > 0 or None, default=None
+        None: each ``rho`` paired with ``lam2 = min(rho, 1e-7)`` (a lam2 below rho buys no
+        accuracy, one above it biases the constraint functions); a sequence: the full
+        product with ``sigmas`` and ``rhos``.
     cv : int or CV splitter, default=3
         An int k: ``KFold(k, shuffle=True, random_state=random_state)`` (shuffled: data
         sorted by a feature would otherwise be extrapolated fold by fold); or any object
@@ -191,7 +201,7 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
         "kernel": KERNEL_OPTIONS,
         "sigmas": _PositiveGrid(),
         "rhos": _PositiveGrid(zero=True),
-        "lam2s": _PositiveGrid(),
+        "lam2s": _PositiveGrid(allow_none=True),
         "fit_intercept": Bool(),
         "certify_tol": Interval(numbers.Real, 0.0, None, closed="neither"),
         "max_exchange": Interval(numbers.Integral, 0, None),
@@ -210,7 +220,7 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
     def __init__(self, *, increasing: Any = None, decreasing: Any = None, convex: Any = None,
                  concave: Any = None, lower: float | None = None, upper: float | None = None,
                  kernel: str | Kernel = "gaussian", sigmas=DEFAULT_SIGMAS, rhos=DEFAULT_RHOS,
-                 lam2s=DEFAULT_LAM2S, cv: Any = 3, fit_intercept: bool = True,
+                 lam2s=None, cv: Any = 3, fit_intercept: bool = True,
                  certify_tol: float = 1e-2, max_exchange: int = 10, max_cells: int = 400_000,
                  tol: float = 1e-4, max_iter: int = 20000, cv_tol: float = 1e-4,
                  cv_max_iter: int = 1000, cv_max_exchange: int = 0,
@@ -287,8 +297,13 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
         base = self._base(Xv.shape[1])
         scale = scale_bandwidth(Xv)
         factor = {float(m) * scale: float(m) for m in self.sigmas}
-        grid = {"sigma": list(factor), "rho": [float(r) for r in self.rhos],
-                "lam2": [float(v) for v in self.lam2s]}
+        rhos = [float(r) for r in self.rhos]
+        if self.lam2s is None:  # each rho with lam2 = min(rho, LAM2_CAP): a list of grids
+            grid: Any = [{"sigma": list(factor), "rho": [r],
+                          "lam2": [min(r, LAM2_CAP) if r > 0 else LAM2_CAP]} for r in rhos]
+        else:
+            grid = {"sigma": list(factor), "rho": rhos,
+                    "lam2": [float(v) for v in self.lam2s]}
         with warnings.catch_warnings():
             # counted in the search's result (n_not_converged), reported below
             warnings.simplefilter("ignore", ConvergenceWarning)
