@@ -297,3 +297,25 @@ def test_convex_regressor_certificate_sound(concave, tmp_path):
     assert h.min() - cert.bound <= 2e-2 * abs(scale)
     est.save(tmp_path / "c.npz")
     assert psdsos.load(tmp_path / "c.npz").certificate_ == est.certificate_
+
+
+def test_one_feature_default_points_keep_their_spacing():
+    """A 1-D box narrower than 32 x 0.3 bandwidths gets equispaced initial points 0.3
+    bandwidths apart: the dual converges at the defaults (with 32 Sobol points there it had
+    stalled above tol for 20,000 iterations on these 40 call quotes)."""
+    from psdsos.datasets import make_option_prices
+
+    K, price, _ = make_option_prices(40, noise=0.05, random_state=0)
+    K = np.asarray(K, dtype=float).reshape(-1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = ShapeConstrainedRegressor(convex=True, decreasing=True, lower=0.0,
+                                        max_exchange=0, certify=False,
+                                        random_state=0).fit(K[:, None], price)
+    Z = np.sort(est.constraint_points_["convex[0]"][:, 0])
+    gaps = np.diff(Z) / est.kernel_.sigma
+    assert Z[0] == pytest.approx(K.min()) and Z[-1] == pytest.approx(K.max())
+    assert 4 <= Z.size < 32
+    np.testing.assert_allclose(gaps, gaps[0], rtol=1e-9)
+    assert gaps[0] >= 0.3 - 1e-12
+    assert est.n_iter_ < 2000

@@ -178,3 +178,15 @@ def test_sklearn_estimator_checks(estimator, check):
 def test_clone_keeps_grid():
     est = ShapeConstrainedRegressorCV(sigmas=(3.0,), rhos=(1e-2,), lam2s=(1e-4,))
     assert clone(est).get_params()["sigmas"] == (3.0,)
+
+
+def test_default_grid_pairs_each_rho_with_its_lam2():
+    """lam2s=None: lam2 = min(rho, 1e-7) for each rho, not the product."""
+    X, y = _data(n=30, p=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UncertifiedShapeWarning)
+        est = ShapeConstrainedRegressorCV(increasing=True, sigmas=(2.0,), rhos=(1e-3, 1e-8),
+                                          cv_max_iter=200, max_refits=1,
+                                          random_state=0).fit(X, y)
+    pairs = sorted((p["rho"], p["lam2"]) for p in est.cv_results_["params"])
+    assert pairs == [(1e-8, 1e-8), (1e-3, 1e-7)]

@@ -59,6 +59,9 @@ __all__ = ["ShapeConstrainedRegressor", "ShapeCertificate", "UncertifiedShapeWar
 #: ``max_cells``).
 EXCHANGE_CELLS = 20_000
 
+#: Spacing (in bandwidths) of the default constraint points in one dimension.
+SPACING_1D = 0.3
+
 #: f expands on every training point up to this many samples, on greedy landmarks beyond.
 AUTO_TRAIN_CENTERS = 2000
 
@@ -134,7 +137,10 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     primal_solver : {"SCS", "CLARABEL"}, default="CLARABEL"
     constraint_points : None, "train", int or array (m, n_features)
         Initial points of every constraint: ``None``: 16 * 2**n_features (at most 256)
-        scrambled Sobol points of the data's box and its corners; ``"train"``: the distinct
+        scrambled Sobol points of the data's box and its corners (one feature, on a box
+        narrower than 32 x 0.3 bandwidths: equispaced points 0.3 bandwidths apart, at
+        least 4, since denser points make the SoS features ill-conditioned and the dual
+        slow); ``"train"``: the distinct
         training points; an int: that many Sobol points and the corners; an array: those
         points.  The exchange adds more.
     centers : {"auto", "train", "landmarks"}, default="auto"
@@ -356,6 +362,15 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         p = data.box[0].shape[0]
         if isinstance(cp_, str):  # "train" (the only string the option accepts)
             return first_unique_rows(U)
+        if cp_ is None and p == 1:
+            # a box narrower than 32 x SPACING_1D bandwidths: equispaced points that far
+            # apart (at least 4) instead of 32 Sobol points; 32 points 0.15 bandwidths
+            # apart made the SoS features so ill-conditioned that the dual stalled just
+            # above tol for 20,000 iterations, 16 (0.3 apart) converged in 222
+            lo, hi = data.box[0][0], data.box[1][0]
+            m = int(np.floor((hi - lo) / SPACING_1D)) + 1
+            if m < 32:
+                return np.linspace(lo, hi, max(m, 4))[:, None]
         if cp_ is None or isinstance(cp_, numbers.Integral):
             m = min(16 * 2**p, 256) if cp_ is None else int(cp_)
             seed = int(check_random_state(rng).integers(2**31 - 1))
