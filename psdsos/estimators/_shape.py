@@ -167,6 +167,9 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         is "sampled".
     tol, max_iter, random_state, verbose
         As in :class:`ConvexRegressor`.
+    warm_start : bool, default=False
+        No effect yet: every fit starts its dual at zero (the rounds of the exchange do
+        start from the previous round's dual point).
 
     Attributes
     ----------

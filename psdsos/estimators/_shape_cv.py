@@ -2,8 +2,8 @@ r"""Shape-constrained regression with its hyperparameters chosen by cross-valida
 
 :class:`ShapeConstrainedRegressorCV`: K-fold CV of :class:`ShapeConstrainedRegressor` over a
 grid of bandwidths (multiples of the data's scale), ridge weights ``rho`` and SoS weights
-``lam2`` (warm starts along ``lam2``), the candidates' shapes searched on the design only;
-then the best candidates are refitted on all the data with their certificates, and the
+``lam2``, the candidates' shapes imposed at their initial points only (no exchange, no
+certificate); then the best candidates are refitted on all the data with their certificates, and the
 first one whose every constraint is certified on the box is kept.
 """
 
@@ -12,13 +12,14 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.model_selection import KFold
+from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.utils.validation import check_is_fitted
 
 from psdsos._params import KERNEL_OPTIONS, Bool, Interval, validate_params
@@ -72,8 +73,10 @@ class _PositiveGrid:
             raise ValueError(f"{name} of {owner} must be a non-empty sequence of numbers "
                              f"{what}, got {value!r}")
         for v in vals:
-            ok = (isinstance(v, numbers.Real) and not isinstance(v, bool) and np.isfinite(v)
-                  and (v >= 0 if self.zero else v > 0))
+            ok = isinstance(v, numbers.Real) and not isinstance(v, bool)
+            if ok:
+                x = float(v)
+                ok = bool(np.isfinite(x)) and (x >= 0.0 if self.zero else x > 0.0)
             if not ok:
                 raise ValueError(f"{name} of {owner} must hold finite numbers {what}, got "
                                  f"{v!r}")
@@ -87,7 +90,7 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
        :func:`psdsos.kernels.scale_bandwidth` of the training inputs) x ``rhos`` (x
        ``lam2s``, or each rho with its own lam2), the mean squared error on the held-out
        fold of a fit on the other folds
-       (:func:`psdsos.model_selection.grid_search_cv`, warm starts along ``rho``).  These
+       (scikit-learn's :class:`~sklearn.model_selection.GridSearchCV`).  These
        fits impose the shapes at ``cv_constraint_points`` points only (``certify=False``,
        ``cv_max_exchange`` rounds of exchange), at tolerance ``cv_tol`` and at most
        ``cv_max_iter`` iterations, which is what makes the search affordable.
@@ -148,7 +151,7 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
     random_state : int, Generator or None, default=None
         Shuffling of the folds and the Sobol points (seed 0 when None: deterministic).
     verbose : bool, default=False
-        A progress bar for the search.
+        GridSearchCV's messages for the search.
 
     Attributes
     ----------
@@ -176,7 +179,8 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
     refit_time_ : float
         Seconds spent in the refits (fit, exchange and certificates of each).
     n_not_converged_ : int
-        CV fits that stopped at ``cv_max_iter``.
+        CV fits that stopped at ``cv_max_iter`` (counted when the fits run in this
+        process, ``n_jobs=None``; 0 otherwise).
 
     Examples
     --------
@@ -219,8 +223,10 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
 
     def __init__(self, *, increasing: Any = None, decreasing: Any = None, convex: Any = None,
                  concave: Any = None, lower: float | None = None, upper: float | None = None,
-                 kernel: str | Kernel = "gaussian", sigmas=DEFAULT_SIGMAS, rhos=DEFAULT_RHOS,
-                 lam2s=None, cv: Any = 3, fit_intercept: bool = True,
+                 kernel: str | Kernel = "gaussian",
+                 sigmas: Sequence[float] = DEFAULT_SIGMAS,
+                 rhos: Sequence[float] = DEFAULT_RHOS,
+                 lam2s: Sequence[float] | None = None, cv: Any = 3, fit_intercept: bool = True,
                  certify_tol: float = 1e-2, max_exchange: int = 10, max_cells: int = 400_000,
                  tol: float = 1e-4, max_iter: int = 20000, cv_tol: float = 1e-4,
                  cv_max_iter: int = 1000, cv_max_exchange: int = 0,
@@ -266,7 +272,7 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
     def _splitter(self, n: int) -> Any:
         cv = self.cv
         if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
-            if cv < 2 or cv > n:
+            if not 2 <= int(cv) <= n:
                 raise ValueError(f"cv must be an int in [2, n_samples = {n}] or a CV splitter, "
                                  f"got {cv}")
             rs = self.random_state
@@ -289,8 +295,6 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), optional
         """
-        from psdsos.model_selection import grid_search_cv  # around the layers (no cycle)
-
         validate_params(self)
         validate_params(self._base(1))  # the shapes, bounds and kernel, own messages
         Xv, yv, w = check_fit_input(self, X, y, sample_weight)
@@ -304,16 +308,24 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
         else:
             grid = {"sigma": list(factor), "rho": rhos,
                     "lam2": [float(v) for v in self.lam2s]}
-        with warnings.catch_warnings():
-            # counted in the search's result (n_not_converged), reported below
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            res = grid_search_cv(base, Xv, yv, grid, cv=self._splitter(Xv.shape[0]),
-                                 scoring="neg_mse", n_jobs=self.n_jobs, refit=False,
-                                 verbose=self.verbose, error_score=np.nan,
-                                 sample_weight=w)
+        search = GridSearchCV(base, grid, scoring="neg_mean_squared_error",
+                              cv=self._splitter(Xv.shape[0]), n_jobs=self.n_jobs, refit=False,
+                              error_score=np.nan, verbose=int(self.verbose))
+        with warnings.catch_warnings(record=True) as caught:
+            # CV fits stopped at cv_max_iter keep their score (documented); counted when
+            # they run in this process
+            warnings.simplefilter("always", ConvergenceWarning)
+            search.fit(Xv, yv, **({} if w is None else {"sample_weight": w}))
+        self.n_not_converged_ = sum(issubclass(c.category, ConvergenceWarning) for c in caught)
+        for c in caught:
+            if not issubclass(c.category, ConvergenceWarning):
+                warnings.warn_explicit(c.message, c.category, c.filename, c.lineno)
+        res = search
         self.cv_results_ = res.cv_results_
-        self.n_not_converged_ = int(res.n_not_converged)
         scores = np.asarray(res.cv_results_["mean_test_score"], dtype=np.float64)
+        if not np.any(np.isfinite(scores)):
+            raise ValueError("every cross-validation fit of ShapeConstrainedRegressorCV failed "
+                             "(see the FitFailedWarning above)")
         order = [int(i) for i in np.argsort(-np.where(np.isfinite(scores), scores, -np.inf),
                                             kind="stable")]
         refits = []
