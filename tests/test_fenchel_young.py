@@ -114,3 +114,15 @@ def test_inputs_validated():
         fenchel_young_loss(np.array([0.0, np.nan, 1.0]), np.eye(3)[0], C)
     with pytest.raises(ValueError, match="y must be >= 0"):
         fenchel_young_loss(np.zeros(3), np.array([-1.0, 1.0, 1.0]), C, "kl")
+
+
+def test_target_outside_the_set_is_refused():
+    """The loss is +inf for y outside C: a ValueError, not a finite number."""
+    C = Simplex(3)
+    with pytest.raises(ValueError, match="y must lie in the set Simplex"):
+        fenchel_young_loss(np.zeros(3), np.array([2.0, -1.0, 0.0]), C)
+    with pytest.raises(ValueError, match="1 of 2 targets are not in it .first: index 1"):
+        fenchel_young_loss(np.zeros((2, 3)), np.array([[1.0, 0, 0], [0.5, 0.6, 0]]), C, "kl")
+    # points of the set, including soft ones, are accepted
+    loss, _ = fenchel_young_loss(np.zeros(3), np.array([0.2, 0.3, 0.5]), C)
+    assert loss >= 0.0

@@ -30,6 +30,10 @@ __all__ = ["fenchel_young_loss", "PROJECTIONS"]
 PROJECTIONS = ("euclidean", "kl")
 
 
+#: Tolerance of the check that the targets lie in the set.
+MEMBERSHIP_ATOL = 1e-7
+
+
 def fenchel_young_loss(theta: ArrayLike, y: ArrayLike, polytope: Any,
                        projection: str = "euclidean"
                        ) -> tuple[float | NDArray[np.float64], NDArray[np.float64]]:
@@ -58,8 +62,10 @@ def fenchel_young_loss(theta: ArrayLike, y: ArrayLike, polytope: Any,
     Raises
     ------
     ValueError
-        For an unknown ``projection``, shapes that do not match, non-finite scores, or
-        (KL) targets with negative entries (outside the domain of :math:`\Psi`).
+        For an unknown ``projection``, shapes that do not match, non-finite scores,
+        targets outside the set (where the loss is :math:`+\infty`; checked with the
+        set's ``contains`` to 1e-7 when it has one), or (KL) targets with negative entries
+        (outside the domain of :math:`\Psi`).
     """
     if projection not in PROJECTIONS:
         raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
@@ -79,6 +85,19 @@ def fenchel_young_loss(theta: ArrayLike, y: ArrayLike, polytope: Any,
         raise ValueError("theta must be finite (no NaN or inf)")
     if not np.all(np.isfinite(Y)):
         raise ValueError("y must be finite (no NaN or inf)")
+    if projection == "kl" and np.any(Y < 0):
+        raise ValueError("y must be >= 0 for projection='kl' (the domain of <u, log u>)")
+    contains = getattr(polytope, "contains", None)
+    if contains is not None:
+        # S(theta, y) = Psi(y) + Psi*(theta) - <theta, y> with Psi = 1/2||.||^2 + the
+        # indicator of C: +inf for y outside C, not a finite number
+        inside = np.asarray(contains(Y, atol=MEMBERSHIP_ATOL), dtype=bool).reshape(-1)
+        if not np.all(inside):
+            bad = np.flatnonzero(~inside)
+            raise ValueError(
+                f"y must lie in the set {type(polytope).__name__} (the loss is +inf outside "
+                f"it): {bad.size} of {inside.size} targets are not in it (first: index "
+                f"{int(bad[0])})")
     axes = tuple(range(1, t.ndim))
     if projection == "euclidean":
         P = np.asarray(polytope.project_euclidean(t), dtype=np.float64)

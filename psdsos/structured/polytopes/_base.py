@@ -12,6 +12,16 @@ from psdsos.structured._common import as_finite
 __all__ = ["Polytope", "project_box", "project_simplex"]
 
 
+def check_count(value: object, name: str, owner: str, minimum: int = 1) -> int:
+    """``value`` as an int >= minimum, or a ValueError naming the argument: no silent
+    truncation of 2.7 to 2, no bool, no size 0 that fails later inside numpy."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} of {owner} must be an integer >= {minimum}, got {value!r}")
+    if int(value) < minimum:
+        raise ValueError(f"{name} of {owner} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
 # --------------------------------------------------------------------------------------
 # closed-form projections (plain functions, batched over rows)
 # --------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from psdsos.structured._projections import project_knapsack_kl
-from psdsos.structured.polytopes._base import Polytope, _batch, _unbatch
+from psdsos.structured.polytopes._base import Polytope, _batch, _unbatch, check_count
 
 __all__ = ["UnitCube", "Knapsack"]
 
@@ -21,7 +21,7 @@ class UnitCube(Polytope):
     """
 
     def __init__(self, k: int) -> None:
-        self.k = int(k)
+        self.k = check_count(k, "k", "UnitCube")
         self.shape = (self.k,)
 
     def _map(self, t):
@@ -60,9 +60,9 @@ class Knapsack(Polytope):
     """
 
     def __init__(self, k: int, lower: int, upper: int) -> None:
-        self.k = int(k)
-        self.lower = int(lower)
-        self.upper = int(upper)
+        self.k = check_count(k, "k", "Knapsack")
+        self.lower = check_count(lower, "lower", "Knapsack", minimum=0)
+        self.upper = check_count(upper, "upper", "Knapsack", minimum=0)
         if not 0 <= self.lower <= self.upper <= self.k:
             raise ValueError(
                 f"knapsack bounds must satisfy 0 <= lower <= upper <= k = {self.k}, "

@@ -8,7 +8,7 @@ from numpy.typing import ArrayLike
 from scipy.optimize import isotonic_regression
 
 from psdsos.structured._projections import project_order_simplex_kl
-from psdsos.structured.polytopes._base import Polytope, _batch, _unbatch
+from psdsos.structured.polytopes._base import Polytope, _batch, _unbatch, check_count
 
 __all__ = ["OrderSimplex"]
 
@@ -33,7 +33,7 @@ class OrderSimplex(Polytope):
     """
 
     def __init__(self, k: int) -> None:
-        self.k = int(k)
+        self.k = check_count(k, "k", "OrderSimplex")
         if self.k < 2:
             raise ValueError(f"the order simplex needs k >= 2 classes, got k={k}")
         self.shape = (self.k - 1,)

@@ -16,7 +16,7 @@ from psdsos.structured._projections import (
     project_permutahedron_euclidean,
     project_permutahedron_kl,
 )
-from psdsos.structured.polytopes._base import Polytope, _batch, _unbatch
+from psdsos.structured.polytopes._base import Polytope, _batch, _unbatch, check_count
 
 __all__ = ["Birkhoff", "Permutahedron"]
 
@@ -45,10 +45,10 @@ class Birkhoff(Polytope):
     """
 
     def __init__(self, k: int, *, tol: float = 1e-10, max_iter: int = 100) -> None:
-        self.k = int(k)
+        self.k = check_count(k, "k", "Birkhoff")
         self.shape = (self.k, self.k)
         self.tol = float(tol)
-        self.max_iter = int(max_iter)
+        self.max_iter = check_count(max_iter, "max_iter", "Birkhoff")
 
     def _project(self, theta, kl):
         t, single = _batch(theta, self.shape, "theta")
@@ -110,7 +110,7 @@ class Permutahedron(Polytope):
         if w is None:
             if k is None:
                 raise ValueError("Permutahedron needs w or k")
-            w = np.arange(int(k), 0, -1, dtype=np.float64)
+            w = np.arange(check_count(k, "k", "Permutahedron"), 0, -1, dtype=np.float64)
         w = as_finite(w, "w")
         if w.ndim != 1 or w.size < 1:
             raise ValueError(f"w must be a non-empty vector, got shape {w.shape}")

@@ -6,7 +6,13 @@ import cvxpy as cp
 import numpy as np
 from numpy.typing import ArrayLike
 
-from psdsos.structured.polytopes._base import Polytope, _batch, _unbatch, project_simplex
+from psdsos.structured.polytopes._base import (
+    Polytope,
+    _batch,
+    _unbatch,
+    check_count,
+    project_simplex,
+)
 
 __all__ = ["Simplex", "RowSimplex"]
 
@@ -20,7 +26,7 @@ class Simplex(Polytope):
     """
 
     def __init__(self, k: int) -> None:
-        self.k = int(k)
+        self.k = check_count(k, "k", "Simplex")
         self.shape = (self.k,)
 
     def _map(self, t):
@@ -55,7 +61,7 @@ class RowSimplex(Polytope):
     """
 
     def __init__(self, k: int) -> None:
-        self.k = int(k)
+        self.k = check_count(k, "k", "RowSimplex")
         self.shape = (self.k, self.k)
 
     def _map(self, t):
