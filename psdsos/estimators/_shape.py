@@ -82,6 +82,21 @@ class _FeatureSpec:
                          f"got {value!r}")
 
 
+#: The checks of the parameters ShapeConstrainedRegressor shares with its CV form: the
+#: shapes, the bounds, the kernel and the certificate's settings.
+SHAPE_OPTIONS: dict[str, Any] = {
+    "increasing": _FeatureSpec(), "decreasing": _FeatureSpec(),
+    "convex": _FeatureSpec(), "concave": _FeatureSpec(),
+    "lower": Interval(numbers.Real, None, None, allow_none=True),
+    "upper": Interval(numbers.Real, None, None, allow_none=True),
+    "kernel": KERNEL_OPTIONS,
+    "fit_intercept": Bool(),
+    "certify_tol": Interval(numbers.Real, 0.0, None, closed="neither"),
+    "max_exchange": Interval(numbers.Integral, 0, None),
+    "max_cells": Interval(numbers.Integral, 1, None),
+}
+
+
 @register_loadable
 class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     r"""Smooth kernel regression whose shape constraints hold on the whole box of the data.
@@ -194,11 +209,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "increasing": _FeatureSpec(), "decreasing": _FeatureSpec(),
-        "convex": _FeatureSpec(), "concave": _FeatureSpec(),
-        "lower": Interval(numbers.Real, None, None, allow_none=True),
-        "upper": Interval(numbers.Real, None, None, allow_none=True),
-        "kernel": KERNEL_OPTIONS,
+        **SHAPE_OPTIONS,
         "sigma": Bandwidth(),
         "rho": Interval(numbers.Real, 0.0, None),
         "lam1": Interval(numbers.Real, 0.0, None),
@@ -208,11 +219,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         "constraint_points": ConstraintPointsOption(),
         "centers": Options(["auto", "train", "landmarks"]),
         "n_landmarks": Interval(numbers.Integral, 1, None, allow_none=True),
-        "fit_intercept": Bool(),
         "certify": Bool(),
-        "certify_tol": Interval(numbers.Real, 0.0, None, closed="neither"),
-        "max_exchange": Interval(numbers.Integral, 0, None),
-        "max_cells": Interval(numbers.Integral, 1, None),
         **ITERATIVE_OPTIONS,
     }
 

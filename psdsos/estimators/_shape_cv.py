@@ -22,13 +22,14 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.utils.validation import check_is_fitted
 
-from psdsos._params import KERNEL_OPTIONS, Bool, Interval, validate_params
+from psdsos._params import Bool, Interval, validate_params
 from psdsos._validation import FloatArray, RandomStateLike
+from psdsos.estimators._common import ITERATIVE_OPTIONS
 from psdsos.estimators._convex_fit import check_fit_input
 from psdsos.estimators._shape import (
+    SHAPE_OPTIONS,
     ShapeConstrainedRegressor,
     UncertifiedShapeWarning,
-    _FeatureSpec,
 )
 from psdsos.kernels import Kernel, scale_bandwidth
 
@@ -198,20 +199,13 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "increasing": _FeatureSpec(), "decreasing": _FeatureSpec(),
-        "convex": _FeatureSpec(), "concave": _FeatureSpec(),
-        "lower": Interval(numbers.Real, None, None, allow_none=True),
-        "upper": Interval(numbers.Real, None, None, allow_none=True),
-        "kernel": KERNEL_OPTIONS,
+        **SHAPE_OPTIONS,
         "sigmas": _PositiveGrid(),
         "rhos": _PositiveGrid(zero=True),
         "lam2s": _PositiveGrid(allow_none=True),
-        "fit_intercept": Bool(),
-        "certify_tol": Interval(numbers.Real, 0.0, None, closed="neither"),
-        "max_exchange": Interval(numbers.Integral, 0, None),
-        "max_cells": Interval(numbers.Integral, 1, None),
-        "tol": Interval(numbers.Real, 0.0, None, closed="neither"),
-        "max_iter": Interval(numbers.Integral, 1, None),
+        "tol": ITERATIVE_OPTIONS["tol"],
+        "max_iter": ITERATIVE_OPTIONS["max_iter"],
+        "random_state": ITERATIVE_OPTIONS["random_state"],
         "cv_tol": Interval(numbers.Real, 0.0, None, closed="neither"),
         "cv_max_iter": Interval(numbers.Integral, 1, None),
         "cv_max_exchange": Interval(numbers.Integral, 0, None),
@@ -296,7 +290,6 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
         sample_weight : array-like of shape (n_samples,), optional
         """
         validate_params(self)
-        validate_params(self._base(1))  # the shapes, bounds and kernel, own messages
         Xv, yv, w = check_fit_input(self, X, y, sample_weight)
         base = self._base(Xv.shape[1])
         scale = scale_bandwidth(Xv)
@@ -320,9 +313,8 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
         for c in caught:
             if not issubclass(c.category, ConvergenceWarning):
                 warnings.warn_explicit(c.message, c.category, c.filename, c.lineno)
-        res = search
-        self.cv_results_ = res.cv_results_
-        scores = np.asarray(res.cv_results_["mean_test_score"], dtype=np.float64)
+        self.cv_results_ = search.cv_results_
+        scores = np.asarray(self.cv_results_["mean_test_score"], dtype=np.float64)
         if not np.any(np.isfinite(scores)):
             raise ValueError("every cross-validation fit of ShapeConstrainedRegressorCV failed "
                              "(see the FitFailedWarning above)")
@@ -331,7 +323,7 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
         refits = []
         t_refit = time.perf_counter()
         for i in order[: self.max_refits]:
-            params = res.cv_results_["params"][i]
+            params = self.cv_results_["params"][i]
             est = clone(base).set_params(certify=True, tol=self.tol, max_iter=self.max_iter,
                                          max_exchange=self.max_exchange,
                                          constraint_points=None, **params)
@@ -347,7 +339,7 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
         i, est, certified = kept
         self.best_estimator_ = est
         self.best_index_ = i
-        self.best_params_ = dict(res.cv_results_["params"][i])
+        self.best_params_ = dict(self.cv_results_["params"][i])
         self.best_sigma_factor_ = factor[self.best_params_["sigma"]]
         self.best_score_ = float(scores[i])
         self.certified_ = bool(certified)
