@@ -20,6 +20,7 @@ import pytest
 
 import psdsos
 from psdsos import ConvexRegressor, PSDRegressor
+from psdsos._persistence import arrays_digest
 from psdsos.estimators import KernelRidgeRegressor, PiecewiseLinearConvexRegressor
 from psdsos.kernels import KERNELS, get_kernel
 from psdsos.sos import SoSBlock, sos_constraints
@@ -213,12 +214,15 @@ def _read(path):
 
 
 def _write(path, arrays, meta, *, record=True):
-    """Rewrite a model file; ``record``: update the recorded array shapes to match (as a
-    buggy writer would), so that only the schema's cross-checks can catch the change."""
+    """Rewrite a model file; ``record``: update the recorded array shapes and the arrays'
+    digest to match (as a buggy writer would), so that only the schema's cross-checks can
+    catch the change."""
     if isinstance(meta, dict):
         meta = dict(meta)
     if record and isinstance(meta, dict) and "array_shapes" in meta:
         meta["array_shapes"] = {k: list(v.shape) for k, v in arrays.items()}
+        if "arrays_sha256" in meta:
+            meta["arrays_sha256"] = arrays_digest(arrays)
     text = meta if isinstance(meta, (bytes, str)) else json.dumps(meta)
     payload = np.frombuffer(text.encode("utf-8") if isinstance(text, str) else text,
                             dtype=np.uint8)

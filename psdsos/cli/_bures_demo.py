@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
 
-from psdsos.cli._common import _check_output_path, _fmt, _report_cv_and_refit
+from psdsos.cli._common import _check_output_path, _fmt, _report_cv_and_refit, _save_figure
 from psdsos.cli._kernels import DEMO_KERNELS, PAPER_KERNEL, listed
 from psdsos.estimators import NonConvexFitWarning
 
@@ -169,7 +169,7 @@ def _bures_demo(args, out):
 
         idx = np.linspace(0, N_TEST - 1, 2 * len(t) - 1).round().astype(int)
         fig = plot_bures_comparison(t, M, t_test[idx], P[idx], t_test[idx], M_test[idx])
-        fig.savefig(args.out, dpi=120)
+        _save_figure(fig, args.out)
         print(f"figure: {args.out}", file=out)
     return 0
 

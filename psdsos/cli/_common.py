@@ -48,3 +48,14 @@ def _check_output_path(path, option):
         raise ValueError(f"{option} {path}: the directory {folder} does not exist")
     if os.path.isdir(path):
         raise ValueError(f"{option} {path} is a directory")
+
+
+def _save_figure(fig, path):
+    """``fig.savefig`` through an atomic write (a failed or interrupted save leaves an
+    existing file at ``path`` as it was); the format from the file name's extension, as
+    ``savefig`` infers it from a name."""
+    from psdsos._persistence import atomic_write
+
+    ext = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
+    with atomic_write(path, "wb") as fh:
+        fig.savefig(fh, dpi=120, format=ext or None)

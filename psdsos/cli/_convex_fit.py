@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from psdsos.cli._common import _check_output_path, _fmt
+from psdsos.cli._common import _check_output_path, _fmt, _save_figure
 from psdsos.cli._csv import _fit_columns, _read_csv
 from psdsos.cli._fit_common import (
     CV_MAX_ITER,
@@ -180,6 +180,6 @@ def _convex_fit(args, out):
                  f"lam2 = {_fmt(best['lam2'])}, sigma = {_fmt(factor_of[best['sigma']])} x scale")
         fig = plot_convex_fit(user, X, y, feature_names=names, target_name=target,
                               title=title)
-        fig.savefig(plot, dpi=120)
+        _save_figure(fig, plot)
         print(f"figure: {plot}", file=out)
     return 0

@@ -15,6 +15,7 @@ from psdsos.cli._scaling import COLUMNS_KEY, SCALING_KEY, _Scaling
 def _convex_predict(args, out):
     from sklearn.metrics import mean_squared_error
 
+    from psdsos._persistence import atomic_write
     from psdsos.estimators import ConvexRegressor, ShapeConstrainedRegressor, load
     from psdsos.sos import load_npz
 
@@ -66,7 +67,8 @@ def _convex_predict(args, out):
     if args.out is None:
         write(out)
         return 0
-    with open(args.out, "w", newline="", encoding="utf-8") as fh:
+    # written whole or not at all: an existing --out file survives a failure mid-write
+    with atomic_write(args.out, "w", newline="", encoding="utf-8") as fh:
         write(fh)
     print(f"psdsos {args.command}: {len(pred)} rows of {args.data}, features: "
           f"{', '.join(names)}", file=out)

@@ -3,7 +3,6 @@ file, and the certificates printed in the user's units."""
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import warnings
@@ -124,13 +123,16 @@ def _report_selection(res, best, factor_of, scaling, names, user, X, y, out):
 
 def _save_model(model, path, feature_names, target, scaling=None):
     """model.save with the column names (and the standardization of the command) in the
-    file's JSON metadata; returns the path written."""
+    file's JSON metadata; returns the path written.  Called once the fit has ended: the
+    save is atomic (an existing file is replaced only by a complete one), so an interrupted
+    fit, search or save leaves no partial model file."""
+    from psdsos._persistence import npz_path
+
     meta = {COLUMNS_KEY: {"features": list(feature_names), "target": target}}
     if scaling is not None:
         meta[SCALING_KEY] = scaling.to_meta()
     model.save(path, metadata=meta)
-    path = os.fspath(path)
-    return path if path.endswith(".npz") else path + ".npz"  # numpy's rule
+    return npz_path(path)  # numpy's rule: ".npz" appended when missing
 
 
 # ---- certificates in the user's units ------------------------------------------------------
