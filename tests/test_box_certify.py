@@ -23,7 +23,7 @@ from psdsos.sos import (
     kernel_constraint_certificate,
     representer_radius,
 )
-from psdsos.sos._box_certify import _gaussian_hessian_slopes
+from psdsos.sos._box_certify import _gaussian_hessian_curvatures, _gaussian_hessian_slopes
 
 SUPPORTED = [
     (GaussianKernel, "value"), (GaussianKernel, "derivative"), (GaussianKernel, "hessian"),
@@ -96,6 +96,26 @@ def test_gaussian_hessian_slopes_match_the_kernel(rng):
     # hessian_gradient differentiates the centre once: d/dx = -d/dy
     ref = -np.einsum("nmpqr,m->nrpq", kernel.hessian_gradient(X, C), a)
     np.testing.assert_allclose(T, ref, atol=1e-13)
+
+
+def test_gaussian_hessian_curvatures_match_finite_differences(rng):
+    # d/dx_r of the slopes T[:, s] (= d_s Hess f) by central differences
+    kernel = GaussianKernel(sigma=0.7)
+    X, C, a = rng.normal(size=(4, 3)), rng.normal(size=(6, 3)), rng.normal(size=6)
+    Q = _gaussian_hessian_curvatures(kernel, X, C, a)
+    step = 1e-5
+    for r in range(3):
+        e = np.zeros(3)
+        e[r] = step
+        Tp = _gaussian_hessian_slopes(kernel, X + e, C, a)[1]
+        Tm = _gaussian_hessian_slopes(kernel, X - e, C, a)[1]
+        # T[n, s, p, q] = d_s d_p d_q f; Q[n, p, q, r, s] = d_p d_q d_r d_s f
+        np.testing.assert_allclose(np.moveaxis((Tp - Tm) / (2 * step), 1, -1),
+                                   Q[:, :, :, r, :], atol=1e-7)
+    # symmetric in its four indices
+    np.testing.assert_allclose(Q, np.transpose(Q, (0, 2, 1, 3, 4)), atol=1e-13)
+    np.testing.assert_allclose(Q, np.transpose(Q, (0, 3, 2, 1, 4)), atol=1e-13)
+    np.testing.assert_allclose(Q, np.transpose(Q, (0, 1, 2, 4, 3)), atol=1e-13)
 
 
 def random_model(rng, p, m=12):
@@ -274,6 +294,26 @@ def test_bound_converges_to_the_closed_form_minimum(kind, sign, minimum, norm0, 
         assert true_min - cert.bound <= tol * scale * (1 + 1e-9) + 1e-12
         errors.append(true_min - cert.bound)
     assert errors[-1] < errors[0]
+
+
+@pytest.mark.parametrize(("kind", "sign", "minimum", "norm0"), BUMP_MINIMA)
+def test_atol_lets_the_goal_follow_a_deeper_minimum(kind, sign, minimum, norm0):
+    # a goal above the true minimum (a search that missed it): with tol=0 no cell around
+    # the minimiser can ever settle ("sampled"); with atol the goal follows the branch and
+    # bound's own samples and the bound is proved within atol of the minimum
+    sigma, p = 0.5, 2
+    kernel = GaussianKernel(sigma=sigma)
+    true_min = minimum(sigma, p)
+    args = (kernel, np.zeros((1, p)), [1.0], np.zeros(p + 1), kind, -np.ones(p), np.ones(p))
+    kw = dict(sign=sign, feature=0, subset=[0, 1], goal=true_min + 0.1, max_cells=20_000)
+    stuck = kernel_constraint_certificate(*args, tol=0.0, **kw)
+    assert stuck.status == "sampled" and stuck.bound <= true_min + 1e-12
+    atol = 1e-3 * norm0 / sigma ** {"value": 0, "derivative": 1, "hessian": 2}[kind]
+    cert = kernel_constraint_certificate(*args, atol=atol, **kw)
+    assert cert.status == "certified"
+    assert true_min - atol * (1 + 1e-9) - 1e-12 <= cert.bound <= true_min + 1e-12
+    with pytest.raises(ValueError, match="atol"):
+        kernel_constraint_certificate(*args, atol=-1.0, **kw)
 
 
 @pytest.mark.parametrize(("cls", "kind"), [(Matern32Kernel, "derivative"),

@@ -94,8 +94,10 @@ def certify_constraint(fit: Fit, con: ShapeConstraint, box, sampled_min: float, 
     """(bound, status, sampled_min, n_cells, argmin) of g over the box, standardized units.
 
     The branch and bound (:func:`psdsos.sos.kernel_constraint_certificate`) settles every
-    cell whose proved lower bound reaches ``goal = sampled_min - tol * scale`` (within tol
-    of the scale below the smallest value found: >= 0 when that value is above tol).
+    cell whose proved lower bound reaches ``min(sampled_min, m) - tol * scale``, ``m`` the
+    smallest value the branch and bound itself finds (the goal follows its samples: when the
+    search's ``sampled_min`` missed a deeper violation between its points, the bound proved
+    is still within tol of the scale of the true minimum, not "sampled").
     "certified": every cell settled, ``bound`` is proved; "sampled": the budget ran out (or
     the kernel has no closed-form bound), ``bound`` is the smallest value found.
     """
@@ -111,7 +113,7 @@ def certify_constraint(fit: Fit, con: ShapeConstraint, box, sampled_min: float, 
         return sampled_min, "sampled", sampled_min, 0, None
     try:
         cert = kernel_constraint_certificate(fit.kernel, fit.C, fit.alpha, affine, con.kind,
-                                             lo, hi, goal=goal, tol=0.0,
+                                             lo, hi, goal=goal, atol=tol * scale,
                                              max_cells=max_cells,
                                              # a budget below the default grid: one cell
                                              initial=1 if max_cells < 4**lo.shape[0] else None,

@@ -277,7 +277,9 @@ class ShapeConstraintBlock:
         r"""A proved lower bound of the constraint function over the box [lo, hi].
 
         The branch and bound of :func:`~psdsos.sos.kernel_constraint_certificate` settles
-        every cell whose proved lower bound reaches ``goal = sampled_min - tol * scale``:
+        every cell whose proved lower bound reaches ``goal = sampled_min - tol * scale``
+        (lowered when the branch and bound finds smaller values than the search:
+        ``bound`` ends within ``tol * scale`` of the smallest value found by either):
         ``sampled_min`` the smallest value of g found at the constraint points, at
         ``256 * p`` scrambled Sobol points of the box and by a local search (L-BFGS-B) from
         the best three; ``scale`` the mean of ``|g|`` over those points, at least
@@ -325,7 +327,7 @@ class ShapeConstraintBlock:
         p = self.centers.shape[1]
         cert = kernel_constraint_certificate(
             self.kernel, self.centers, a, beta, self.kind, self.lo, self.hi,
-            goal=smin - tol * scale, tol=0.0, max_cells=max_cells,
+            goal=smin - tol * scale, atol=tol * scale, max_cells=max_cells,
             # a budget below the default grid: start from one cell
             initial=1 if max_cells < 4**p else None, **kw)
         if cert.sampled_min <= smin:
