@@ -236,7 +236,7 @@ def bench_cvxpy(kind, n_test, rng, quick):
     if kind == "simplex":
         k, n = (10, 50) if quick else (50, 500)
         Y = rng.dirichlet(np.ones(k), size=n)
-        space = EuclideanSpace("simplex", tol=1e-8).fit(Y)
+        space = EuclideanSpace("simplex", tol=1e-8, center=False).fit(Y)
         A = rng.normal(size=(n_test, n)) / n
 
         def rebuild(a):

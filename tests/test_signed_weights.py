@@ -244,7 +244,7 @@ def test_spd_robust_path_after_lapack_failure(monkeypatch):
     W = np.stack([a, np.abs(a)])
     good = SPDSpace().fit(Ys).decode(W)
 
-    def boom(self, W, tol, max_iter):
+    def boom(self, W, tol, max_iter, L0=None):
         raise np.linalg.LinAlgError("Eigenvalues did not converge")
 
     monkeypatch.setattr(_spd_newton._SPDNewton, "solve", boom)
@@ -266,11 +266,11 @@ def test_spd_robust_path_replaces_a_decode_outside_the_space(monkeypatch):
     Ys, a = issue_case(29)
     orig = _spd_newton._SPDNewton.solve
 
-    def bad(self, W, tol, max_iter):
-        Y, it, gn, err = orig(self, W, tol, max_iter)
-        Y = Y.copy()
-        Y[:, 0, 0] = -abs(Y[:, 0, 0]) - 1.0
-        return Y, it, gn, err
+    def bad(self, W, tol, max_iter, L0=None):
+        res = orig(self, W, tol, max_iter, L0)
+        res.Y = res.Y.copy()
+        res.Y[:, 0, 0] = -abs(res.Y[:, 0, 0]) - 1.0
+        return res
 
     monkeypatch.setattr(_spd_newton._SPDNewton, "solve", bad)
     sp = SPDSpace().fit(Ys)

@@ -467,6 +467,50 @@ def test_bad_parameters_and_alpha():
         Knapsack(3, 2, 1)
 
 
+@pytest.mark.parametrize("space_cls", [MulticlassSpace, OrdinalSpace])
+@pytest.mark.parametrize("k", [0, -1, 2.0, True, "3"])
+def test_label_space_k_is_checked_first(space_cls, k):
+    """k = 0 (or a float, a bool, a string) names k and what is expected -- also through the
+    estimator, whose y check runs before the space's fit (it used to say "labels in 0..-1")."""
+    from psdsos.structured import SELFEstimator
+
+    minimum = 2 if space_cls is OrdinalSpace else 1
+    msg = rf"^k of {space_cls.__name__} \(the number of classes\) must be an integer >= {minimum}"
+    with pytest.raises(ValueError, match=msg):
+        space_cls(k=k).fit([0, 1])
+    with pytest.raises(ValueError, match=msg):
+        space_cls(k=k).check_Y([0, 1], "y")
+    X = np.arange(6.0)[:, None]
+    with pytest.raises(ValueError, match=msg):
+        SELFEstimator(output=space_cls(k=k)).fit(X, [0, 1, 0, 1, 0, 1])
+
+
+def test_ordinal_k_one_is_refused_multiclass_k_one_is_a_label_set():
+    with pytest.raises(ValueError, match=r"must be an integer >= 2, got 1"):
+        OrdinalSpace(k=1).fit([0, 0])
+    sp = MulticlassSpace(k=1).fit([0, 0, 0])
+    assert sp.classes_.tolist() == [0]
+    assert sp.decode(np.array([[0.5, -0.2, 0.1]])).tolist() == [0]
+
+
+@pytest.mark.parametrize("space_cls", [MulticlassSpace, OrdinalSpace])
+def test_label_space_huge_k_refused_before_allocating(space_cls):
+    """k = 1e9 used to allocate classes_ = arange(k), 7.45 GiB (the process was killed):
+    refused above MAX_CLASSES with the memory it would need; the limit itself works."""
+    from psdsos.structured.spaces._label_space import MAX_CLASSES
+
+    with pytest.raises(ValueError, match=r"at most 16777216 \(MAX_CLASSES\), got 1000000000: "
+                                         r"the label set classes_ alone would need 7\.45 GiB"):
+        space_cls(k=10**9).fit([0, 1])
+    with pytest.raises(ValueError, match="MAX_CLASSES"):
+        space_cls(k=MAX_CLASSES + 1).check_Y([0, 1])
+    sp = MulticlassSpace(k=MAX_CLASSES).fit([0, 1, 5])
+    assert sp.k_ == MAX_CLASSES
+    # the decoding scores are blocked: one test point per block at this k
+    out = sp.decode(np.array([[0.2, 0.3, -0.1], [-0.2, -0.3, -0.1]]))
+    assert out[0] == 1 and out[1] == 2  # an unseen class (sum 0) beats negative sums
+
+
 def test_multilabel_training_rows_may_violate_count_bounds():
     # the bounds constrain predictions only (Blondel sets u from training statistics)
     space = MultilabelSpace(min_labels=1, max_labels=1).fit([[1, 1, 1], [0, 0, 0]])

@@ -14,7 +14,11 @@ weights depends on the space, so the rule is per space:
   :math:`F(y) = \sum_i w_i d^2(y, y_i)` has a minimizer whenever :math:`\sum_i \alpha_i > 0`,
   whatever :math:`\|\alpha\|_1` (F is coercive: :math:`F(y) \ge d^2(y, y_0) - C d(y, y_0) -
   C'`; proof in the documentation, section "Signed weights").  With ``weights="signed"``
-  (default) they decode :math:`w = \alpha / \sum_i \alpha_i`, exactly eq. 2.  When
+  (default) they decode :math:`w = \alpha / \sum_i \alpha_i`, the objective of eq. 2
+  as it stands (log-Euclidean: its exact minimizer, a closed form; affine-invariant: with a
+  negative weight F is not geodesically convex: the decoder certifies a stationary point,
+  the best of several runs, not proved to be the global minimum, ``SPDSpace.status_``).
+  When
   :math:`\sum_i \alpha_i \le 0` eq. 2 has no minimizer in general (F is unbounded below, or
   its infimum is not attained): those test points fall back to the positive part
   :math:`w = \alpha_+ / \sum_i (\alpha_i)_+` (a Frechet mean), or to uniform weights

@@ -11,7 +11,13 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from sklearn.exceptions import NotFittedError
 
+from psdsos.structured.polytopes._base import check_count
 from psdsos.structured.spaces._polytope_space import _int_array, _PolytopeSpace
+
+#: Largest number of classes ``k`` of the label spaces (multiclass, ordinal): the label set
+#: ``classes_`` (8 bytes per class, 128 MiB at this limit) and the decoding scores (8 bytes
+#: per class and test point of a block) are dense arrays.
+MAX_CLASSES = 2**24
 
 
 def _label_array(Y, name, what):
@@ -97,6 +103,8 @@ class _LabelSpace(_PolytopeSpace):
     is_classification = True
     #: word used in error messages ("class", "ordinal")
     _label_word = "class"
+    #: smallest number of classes ``k``
+    _min_k = 1
 
     def __init__(self, k: int | None = None, *, classes: ArrayLike | None = None,
                  lp_solver: str = "HIGHS") -> None:
@@ -124,6 +132,23 @@ class _LabelSpace(_PolytopeSpace):
         super()._check_params()
         self._given_classes()
 
+    def _check_k_param(self):
+        """``k`` as an int (None if not given): an integer ``_min_k <= k <= MAX_CLASSES``;
+        ValueError naming k and what is expected otherwise (no silent truncation, no size 0,
+        no label set that does not fit in memory)."""
+        if self.k is None:
+            return None
+        owner = f"{type(self).__name__} (the number of classes)"
+        k = check_count(self.k, "k", owner, minimum=self._min_k)
+        if k > MAX_CLASSES:
+            gib = 8.0 * k / 2**30
+            raise ValueError(
+                f"k of {owner} must be at most {MAX_CLASSES} (MAX_CLASSES), got {k}: the label "
+                f"set classes_ alone would need {gib:.3g} GiB (int64), and the decoding "
+                f"scores {gib:.3g} GiB more per test point; pass classes= with the labels "
+                f"that occur, or let fit infer them from y")
+        return k
+
     def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
         """Labels of shape (n,); ValueError naming ``name`` otherwise.
 
@@ -132,10 +157,10 @@ class _LabelSpace(_PolytopeSpace):
         targets for :meth:`loss` and :meth:`score` (they are never predicted).
         """
         what = f"{self._label_word} labels"
+        k = self._check_k_param()
         C = self._given_classes()
-        if C is None and self.k is not None:
+        if C is None and k is not None:
             A = _int_array(Y, name, 1, f"integer {what}")
-            k = int(self.k)
             if A.min() < 0 or A.max() >= k:
                 raise ValueError(f"{name} must hold {what} in 0..{k - 1}, got values "
                                  f"in [{A.min()}, {A.max()}]")

@@ -57,13 +57,16 @@ def _congruence_eigh(Y, Y_train, inverse):
     return Yh, Yih, mw, mV
 
 
-def _warn_not_converged(space, gnorm, tol, max_iter, advice="increase max_iter or tol"):
-    bad = int(np.sum(~(gnorm <= tol)))
-    if bad:
+def _warn_not_converged(space, gnorm, tol, max_iter, advice="increase max_iter or tol",
+                        measure="Riemannian gradient norm"):
+    """ConvergenceWarning when some entry of ``gnorm`` (the space's ``grad_norm_``, the
+    figure the message reports) is above ``tol``."""
+    bad = ~(gnorm <= tol)
+    if bad.any():
         warnings.warn(
-            f"{type(space).__name__} decoding did not reach tol={tol:g} (Riemannian gradient "
-            f"norm) for {bad} test point(s) in max_iter={max_iter} iterations (largest norm "
-            f"{float(np.max(gnorm)):.3g}); {advice}",
+            f"{type(space).__name__} decoding did not reach tol={tol:g} ({measure}) for "
+            f"{int(bad.sum())} test point(s) in max_iter={max_iter} iterations (largest "
+            f"{float(np.max(gnorm[bad])):.3g}); {advice}",
             ConvergenceWarning,
             stacklevel=3,
         )

@@ -154,6 +154,10 @@ class _PolytopeSpace(OutputSpace):
 
     def _check_params(self):
         self._lp_solver = check_choice(self.lp_solver, "lp_solver", LP_SOLVERS)
+        self._check_k_param()
+
+    def _check_k_param(self):
+        """``k`` (None or an integer >= 1); ValueError naming k otherwise."""
         check_scalar(self.k, "k", lower=1, integer=True, allow_none=True)
 
     def fit(self: _PolyT, Y_train: ArrayLike) -> _PolyT:

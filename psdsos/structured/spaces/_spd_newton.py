@@ -8,12 +8,15 @@ objective at a frame.  The method is described in the docstring of :class:`SPDSp
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from psdsos.structured.spaces._manifold import _MIN_STEP, _TINY
 from psdsos.structured.spaces._spd_eigen import _SPDEigen, _SPDEval, _sw
+from psdsos.structured.spaces._spd_robust import LOG_COND, clip_window
 
-__all__ = ["_SPDEval", "_SPDNewton"]
+__all__ = ["_Solved", "_SPDEval", "_SPDNewton"]
 
 #: Largest accepted orthogonality defect ||V^T V - I||_F of a tracked eigenvector matrix
 #: when a gradient norm is certified (else LAPACK).
@@ -21,6 +24,48 @@ _ORTH_TOL = 1e-12
 #: SPD decoding: Newton iterations of the fast path (tracked eigenvectors) per test point;
 #: a point not certified by then goes to the robust method (:meth:`_SPDNewton.robust`).
 _FAST_ITER = 15
+#: Largest trust radius (geodesic length of one step): a step longer than the spread of
+#: log-eigenvalues that the space holds (condition number 1e12) cannot end inside it, and
+#: the frame's exponential would leave the float range (overflow in exp and in the
+#: congruences that follow).
+_MAX_RADIUS = LOG_COND
+
+
+@dataclass
+class _Solved:
+    r"""The result of :meth:`_SPDNewton.solve` for c rows (test point, start).
+
+    ``Y`` (c, d, d): the decodes, SPD in spectral form; ``R``: their frames
+    (:math:`Y^{-1} = R^\top R`); ``n_iter``: trial steps; ``grad_norm``: the computed
+    Riemannian gradient norm :math:`2\|G\|_F`; ``err``: the bound on the error of
+    :math:`\|G\|_F`, so that the exact norm is at most ``grad_norm + 2 err``; ``F`` and
+    ``errF``: the objective (weights as given) and the bound on its error; ``certified``:
+    ``grad_norm + 2 err <= tol``.
+    """
+
+    Y: np.ndarray
+    R: np.ndarray
+    n_iter: np.ndarray
+    grad_norm: np.ndarray
+    err: np.ndarray
+    F: np.ndarray
+    errF: np.ndarray
+    certified: np.ndarray
+
+
+def frame_of_logs(L0, lo=-np.inf, hi=np.inf):
+    r"""Frames :math:`R = e^{-L/2}` of the points :math:`e^{L}` (batch of symmetric L).
+
+    The log-eigenvalues are first clipped to a window of width ``LOG_COND``
+    (:func:`~._spd_robust.clip_window`: the nearest point of condition number
+    :math:`\le e^{\mathrm{LOG\_COND}}`), then to ``[lo, hi]``, so that a strongly
+    extrapolating start (a log-Euclidean mean of signed weights) is a point of the space and
+    its frame finite (no overflow in exp)."""
+    w0, U0 = np.linalg.eigh(0.5 * (L0 + _sw(L0)))
+    for t in np.flatnonzero(~(w0[:, -1] - w0[:, 0] <= LOG_COND)):
+        w0[t] = clip_window(w0[t])
+    np.clip(w0, lo, hi, out=w0)
+    return (U0 * np.exp(-0.5 * w0)[:, None, :]) @ _sw(U0)
 
 
 class _SPDNewton(_SPDEigen):
@@ -104,8 +149,9 @@ class _SPDNewton(_SPDEigen):
             Phi = np.log1p(u, out=self._work(f"D{ev.slot}", M))
             Phi /= u
             Phi /= lc
-        # u overflows only for eigenvalue ratios beyond ~1e308 (scan Phi only then)
-        if not np.all(lam.max(axis=1) < 1e300 * lam.min(axis=1)):
+        # u overflows only for eigenvalue ratios beyond ~1e308 (scan Phi only then; the
+        # test is written so that it cannot overflow itself)
+        if not np.all(1e-300 * lam.max(axis=1) < lam.min(axis=1)):
             bad = ~np.isfinite(Phi)
             if bad.any():  # eigenvalue ratios beyond the float range: the direct quotient
                 # (no cancellation there: the eigenvalues are far apart)
@@ -139,24 +185,26 @@ class _SPDNewton(_SPDEigen):
                         out=Xc)
         else:
             lg = self._phi(ev)
-            # a trial frame far from the tracked eigenvectors (a rejected step on badly
-            # conditioned data) can overflow here: F, ||G|| and the bound become inf/NaN,
-            # which the line search rejects and the stopping test never certifies
-            with np.errstate(over="ignore", invalid="ignore"):
+        # a trial frame far from the tracked eigenvectors (a rejected step on badly
+        # conditioned data; tracked eigenvalues <= 0, floored at the tiny float) can
+        # overflow here: F, ||G|| and the bound become inf/NaN, which the line search
+        # rejects, the stopping test never certifies and the refinement sends to LAPACK
+        with np.errstate(over="ignore", invalid="ignore"):
+            if not ev.diag:
                 L = np.multiply(ev.Phi, ev.B.reshape(M, d * d),
                                 out=self._work("T2", M).reshape(M, d * d))
                 L[:, self.dg] = lg
                 f = np.einsum("ij,ij->i", L, L)
                 L *= W.reshape(M, 1)
-            Xc = self._work("T3", M).reshape(c, d, m, d)
-            np.matmul(V.reshape(c, m, d, d), L.reshape(c, m, d, d),
-                      out=Xc.transpose(0, 2, 1, 3))  # V_i (w_i L_i)
-            Xc = Xc.reshape(c, d, m * d)
-        G = Xc @ _sw(ev.Vc)  # sum_i V_i (w_i L_i) V_i^T
-        ev.G = 0.5 * (G + _sw(G))
-        ev.F = np.einsum("ti,ti->t", W, f.reshape(c, m))
-        ev.gn = 2.0 * np.sqrt(np.einsum("tij,tij->t", ev.G, ev.G))
-        ev.err, ev.errF = self.err_bounds(ev.r, AW, f, self.rounding(ev.lam))
+                Xc = self._work("T3", M).reshape(c, d, m, d)
+                np.matmul(V.reshape(c, m, d, d), L.reshape(c, m, d, d),
+                          out=Xc.transpose(0, 2, 1, 3))  # V_i (w_i L_i)
+                Xc = Xc.reshape(c, d, m * d)
+            G = Xc @ _sw(ev.Vc)  # sum_i V_i (w_i L_i) V_i^T
+            ev.G = 0.5 * (G + _sw(G))
+            ev.F = np.einsum("ti,ti->t", W, f.reshape(c, m))
+            ev.gn = 2.0 * np.sqrt(np.einsum("tij,tij->t", ev.G, ev.G))
+            ev.err, ev.errF = self.err_bounds(ev.r, AW, f, self.rounding(ev.lam))
         return ev
 
     def hvp(self, ev, W, P):
@@ -226,15 +274,26 @@ class _SPDNewton(_SPDEigen):
         self._columns(ev)
 
     # ---- a batch of test points -------------------------------------------------------
-    def solve(self, W, tol, max_iter):
-        r"""Riemannian Newton for the rows of W (c, n); returns (Y, n_iter, grad norms).
+    def log_range(self):
+        """(lo, hi): the range of the training matrices' log-eigenvalues widened by
+        ``LOG_COND`` on both sides, where the starts are kept (:func:`frame_of_logs`)."""
+        if getattr(self, "_log_range", None) is None:
+            ev = np.linalg.eigvalsh(self.logs)
+            self._log_range = (float(ev.min()) - LOG_COND, float(ev.max()) + LOG_COND)
+        return self._log_range
 
+    def solve(self, W, tol, max_iter, L0=None):
+        r"""Riemannian Newton for the rows of W (c, n); returns a :class:`_Solved`.
+
+        ``L0`` (c, d, d): the logarithms of the start points (default: :meth:`start`, the
+        BCH-corrected log-Euclidean means), kept in the space by :func:`frame_of_logs`.
         Training matrices with zero weight for every test point of the batch are left out
         (exactly: they add nothing to F or its derivatives).  The first evaluation uses
         LAPACK, the later ones the previous eigenvectors, refined (:meth:`refine`) unless the
         gradient norm is already certified: a point is accepted when ``gn + 2 err <= tol``
         (``err`` bounds the error of the tracked logarithms, and every tracked V is
         orthonormal to 1e-12), so its exact Riemannian gradient norm is at most ``tol``.
+        Rows not certified after ``_FAST_ITER`` steps continue with :meth:`robust`.
         """
         c, d = len(W), self.d
         idx = np.flatnonzero(np.any(W != 0, axis=0))
@@ -243,13 +302,15 @@ class _SPDNewton(_SPDEigen):
         Wi = W[:, idx] if m < self.n else W
         AW = np.abs(Wi)
         budget = np.full(c, 0.05 * tol)  # refinement target: err <= tol / 20
-        L0 = self.start(idx, Wi)
-        w0, U0 = np.linalg.eigh(L0)
-        R = (U0 * np.exp(-0.5 * w0)[:, None, :]) @ _sw(U0)  # Y^{-1/2}
+        if L0 is None:
+            L0 = self.start(idx, Wi)
+        R = frame_of_logs(L0, *self.log_range())  # Y^{-1/2}
         ev = self.assemble(self.evaluate(A, R, None, 0), Wi, AW)
         step, it = np.ones(c), np.zeros(c, dtype=int)
-        radius, capped = np.maximum(1.0, ev.gn), np.zeros(c, dtype=bool)
-        done, gn = np.zeros(c, dtype=bool), np.full(c, np.inf)
+        radius = np.minimum(np.maximum(1.0, ev.gn), _MAX_RADIUS)
+        capped = np.zeros(c, dtype=bool)
+        done, gn, err = np.zeros(c, dtype=bool), np.full(c, np.inf), np.full(c, np.inf)
+        F, errF = np.full(c, np.inf), np.full(c, np.inf)
         P = None
         while True:
             cert = ~done & (ev.gn + 2.0 * ev.err <= tol)
@@ -262,7 +323,8 @@ class _SPDNewton(_SPDEigen):
                     self._lapack(ev, rows)
                     self.assemble(ev, Wi, AW)
                     continue
-                gn[cert], done[cert] = ev.gn[cert], True
+                gn[cert], err[cert], done[cert] = ev.gn[cert], ev.err[cert], True
+                F[cert], errF[cert] = ev.F[cert], ev.errF[cert]
             act = ~done & (it < min(max_iter, _FAST_ITER)) & (step >= _MIN_STEP)
             if not act.any():
                 break
@@ -273,10 +335,11 @@ class _SPDNewton(_SPDEigen):
                 # trust region: a step moves Y by the geodesic distance ||P||_F; beyond the
                 # radius (initially max(1, ||grad F||), never reached where the Hessian is
                 # >= the identity, e.g. nonnegative weights) the Newton model of a
-                # nonconvex F (signed weights) is not trusted, and far frames leave the
-                # float range; the radius doubles after each accepted full capped step
+                # nonconvex F (signed weights) is not trusted; the radius doubles after each
+                # accepted full capped step, up to _MAX_RADIUS (far frames leave the space
+                # and the float range)
                 pn = np.sqrt(np.einsum("tij,tij->t", P, P))
-                capped = pn > radius
+                capped = ~(pn <= radius)
                 if capped.any():
                     P[capped] *= (radius[capped] / pn[capped])[:, None, None]
             ws, Us = np.linalg.eigh(P)
@@ -314,14 +377,18 @@ class _SPDNewton(_SPDEigen):
                     self._merge(ev, en, np.flatnonzero(acc), m)
                 R[acc] = Rn[acc]
                 P = None
-            radius[acc & capped & (step == 1.0)] *= 2.0
+            grow = acc & capped & (step == 1.0)
+            radius[grow] = np.minimum(2.0 * radius[grow], _MAX_RADIUS)
             step[acc] = np.minimum(2.0 * step[acc], 1.0)
             step[rej] *= 0.5
-        err = np.zeros(c)
-        for t in np.flatnonzero(~done):  # not certified: the robust method
-            R[t], k, gn[t], err[t] = self.robust(A, Wi[t], R[t], tol, max_iter - it[t])
+        rest = ~done
+        gn[rest], err[rest], F[rest], errF[rest] = (ev.gn[rest], ev.err[rest], ev.F[rest],
+                                                    ev.errF[rest])
+        for t in np.flatnonzero(rest):  # not certified: the robust method
+            R[t], k, gn[t], err[t], F[t], errF[t] = self.robust(
+                A, Wi[t], R[t], tol, max_iter - it[t])
             it[t] += k
-        return self.frame_to_point(R), it, gn, err
+        return _Solved(self.frame_to_point(R), R, it, gn, err, F, errF, gn + 2.0 * err <= tol)
 
     # ---- the robust method -------------------------------------------------------------
     @staticmethod
@@ -347,7 +414,8 @@ class _SPDNewton(_SPDEigen):
     def robust(self, A, w, R, tol, max_iter):
         r"""Damped saddle-free Riemannian Newton for one test point (weights ``w`` on the
         training matrices ``A``, frame ``R``), every evaluation by LAPACK with its rounding
-        bound; returns (R, iterations, gradient norm, error bound of the norm).
+        bound; returns (R, iterations, gradient norm, error bound of the norm, F, error bound
+        of F).
 
         The Hessian of F/2 in the frame is formed in an orthonormal basis of the symmetric
         matrices (k = d(d+1)/2 products) and the step is :math:`P = |H|_\mu^{-1} G`
@@ -355,8 +423,8 @@ class _SPDNewton(_SPDEigen):
         \max|\lambda|`): a descent direction also where F is not convex (signed weights),
         Newton's near a non-degenerate minimizer.  The step length is capped by a trust
         radius (initially :math:`\max(1, \|\operatorname{grad} F\|)`, doubled after each
-        accepted full capped step) and halved until the upper bound
-        :math:`F + 	ext{errF}` decreases by the Armijo amount (or a full step certainly
+        accepted full capped step, at most ``_MAX_RADIUS``) and halved until the upper bound
+        :math:`F + \text{errF}` decreases by the Armijo amount (or a full step certainly
         halves the gradient norm).  Stops when certified (``gn + 2 err <= tol``), at the
         rounding floor (``gn <= 2 err`` or no step accepted), or after ``max_iter`` trial
         points.
@@ -366,7 +434,7 @@ class _SPDNewton(_SPDEigen):
         AW = np.abs(W)
         Bs = self._sym_basis()
         ev = self.assemble(self.evaluate(A, R[None], None, 0), W, AW)
-        it, radius = 0, max(1.0, float(ev.gn[0]))
+        it, radius = 0, min(max(1.0, float(ev.gn[0])), _MAX_RADIUS)
         # stop also at the rounding floor: a computed gradient norm within its error bound
         while it < max_iter and not ev.gn[0] + 2.0 * ev.err[0] <= tol:
             if not (np.isfinite(ev.F[0]) and ev.gn[0] > 2.0 * ev.err[0]):
@@ -401,6 +469,7 @@ class _SPDNewton(_SPDEigen):
             if not accepted:
                 break
             if capped and t == 1.0:
-                radius *= 2.0
+                radius = min(2.0 * radius, _MAX_RADIUS)
             R, ev = Rn, en
-        return R, it, float(ev.gn[0]), float(ev.err[0])
+        return (R, it, float(ev.gn[0]), float(ev.err[0]), float(ev.F[0]),
+                float(ev.errF[0]))

@@ -27,6 +27,27 @@ by the Euclidean projection onto the constraint set :math:`\mathcal C`.  This is
 :class:`EuclideanSpace` decodes: it is linear in alpha, defined for every sign pattern of the
 weights (no negative-weight policy needed) and a convex problem for every convex
 :math:`\mathcal C`.
+
+Centred targets (``center=True``, the default).  Kernel ridge without an intercept shrinks
+its predictions towards 0 (far from the data, or with a large lam, it predicts 0 whatever
+the targets), which is not what users of a regressor expect; the conditional mean of
+:math:`\psi(y)` is estimated instead on the centred targets :math:`y_i - \bar y`,
+:math:`\bar y = \frac1n \sum_i y_i`:
+
+.. math::
+
+    \hat f(x) = \Pi_{\mathcal C}\Big(\bar y + \sum_i \alpha_i(x)\,(y_i - \bar y)\Big)
+    = \Pi_{\mathcal C}\Big(\sum_i \alpha_i(x)\, y_i
+      + \big(1 - \textstyle\sum_i \alpha_i(x)\big)\,\bar y\Big),
+
+kernel ridge regression on centred targets plus the mean (sklearn's ``KernelRidge`` fitted on
+:math:`y_i - \bar y`, plus :math:`\bar y`), which shrinks towards :math:`\bar y` instead.
+It is the SELF estimator with the estimate :math:`\sum_i \alpha_i(x)(y_i - \bar y) + \bar y`
+of the conditional mean of y; :math:`\bar y \in \mathcal C` for a convex
+:math:`\mathcal C` (the training outputs lie in it).  ``center=False``: the uncentred
+:math:`\Pi_{\mathcal C}(\sum_i \alpha_i(x) y_i)` of the papers.  Only this space is
+centred: the other output spaces decode an argmin over the space, whose weighted objective
+has no such offset.
 """
 
 from __future__ import annotations
@@ -92,11 +113,13 @@ class EuclideanSpace(OutputSpace):
 
     the SELF estimator of the squared loss (see the module docstring: the coefficient of
     :math:`\|y\|^2` in eq. 2 is the conditional mean of 1, taken exactly), i.e. kernel ridge
-    regression projected onto :math:`\mathcal C`.
+    regression projected onto :math:`\mathcal C`; by default on centred targets,
+    :math:`\Pi_{\mathcal C}(\bar y + \sum_i \alpha_i(x)(y_i - \bar y))` with
+    :math:`\bar y` the mean of the training outputs (``center``).
 
-    Negative-weight policy: none needed.  The decoding is linear in alpha before the
+    Negative-weight policy: none needed.  The decoding is affine in alpha before the
     projection, so signed weights and weights that do not sum to one are used as they are
-    (the same prediction as kernel ridge regression, eq. 9).
+    (the same prediction as kernel ridge regression, eq. 9, on centred targets).
 
     Parameters
     ----------
@@ -111,6 +134,18 @@ class EuclideanSpace(OutputSpace):
         CVXPY solver of the "cvxpy" decoding.
     tol : float, default=1e-9
         Solver tolerance of the "cvxpy" decoding.
+    center : bool, default=True
+        Decode kernel ridge on the centred targets plus their mean (module docstring):
+        ``SELFEstimator(output="euclidean")`` equals scikit-learn's ``KernelRidge`` fitted
+        on ``y - y.mean(axis=0)`` plus ``y.mean(axis=0)``.  False: the uncentred
+        :math:`\Pi_{\mathcal C}(\sum_i \alpha_i y_i)`, ``KernelRidge`` on ``y`` (models
+        saved before this option load with False, and predict as they did).  The per-element
+        decoding of :class:`~psdsos.structured.LocalizedSELF` is not centred.
+
+    Attributes
+    ----------
+    mean_ : ndarray of the output shape
+        The mean of the training outputs (zeros with ``center=False``).
 
     Notes
     -----
@@ -129,21 +164,26 @@ class EuclideanSpace(OutputSpace):
     --------
     >>> import numpy as np
     >>> from psdsos.structured import EuclideanSpace
-    >>> space = EuclideanSpace("simplex").fit(np.eye(3))
+    >>> space = EuclideanSpace("simplex", center=False).fit(np.eye(3))
     >>> space.decode(np.array([[0.9, 0.6, -0.2]]), method="closed_form").round(3)
     array([[0.65, 0.35, 0.  ]])
+    >>> centred = EuclideanSpace().fit(np.array([[1.0], [3.0]]))
+    >>> centred.decode(np.array([[0.0, 0.0], [0.5, 0.5]]))  # alpha = 0: the mean
+    array([[2.],
+           [2.]])
     """
 
     name = "euclidean"
     symmetric_loss = True
 
     def __init__(self, constraint: str | None = None, *, lo: float = 0.0, hi: float = 1.0,
-                 solver: str = "CLARABEL", tol: float = 1e-9) -> None:
+                 solver: str = "CLARABEL", tol: float = 1e-9, center: bool = True) -> None:
         self.constraint = constraint
         self.lo = lo
         self.hi = hi
         self.solver = solver
         self.tol = tol
+        self.center = center
 
     # OutputSpace declares decode_methods as a class attribute; computed here from constraint
     @property
@@ -160,6 +200,8 @@ class EuclideanSpace(OutputSpace):
             lo, hi = check_float(self.lo, "lo"), check_float(self.hi, "hi")
             if not lo <= hi:
                 raise ValueError(f"lo must be <= hi, got lo={lo}, hi={hi}")
+        if not isinstance(self.center, bool | np.bool_):
+            raise ValueError(f"center of EuclideanSpace must be a bool, got {self.center!r}")
 
     # ---- Y ---------------------------------------------------------------------------
     def check_Y(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
@@ -213,6 +255,8 @@ class EuclideanSpace(OutputSpace):
         self._1d = self.constraint != "psd" and Y.ndim == 1
         self.Y_train_ = self.check_Y(Y_train, "Y")
         self._shape = self.Y_train_.shape[1:]
+        self.mean_ = (self.Y_train_.mean(axis=0) if self.center
+                      else np.zeros(self.Y_train_.shape[1:]))
         self._problem: Any = None
         return self
 
@@ -268,10 +312,14 @@ class EuclideanSpace(OutputSpace):
         return self._problem
 
     def decode(self, alpha: ArrayLike, method: str = "auto") -> np.ndarray:
-        """Predictions ``Pi_C(alpha @ Y_train)``, shape ``(n_test, *output_shape)``."""
+        """Predictions ``Pi_C(mean_ + alpha @ (Y_train - mean_))``, shape
+        ``(n_test, *output_shape)`` (``mean_`` = 0 with ``center=False``)."""
         method = resolve_method(self, method)
         A = check_alpha(alpha, len(self.Y_train_))
-        Z = np.tensordot(A, self.Y_train_, axes=(1, 0))
+        mean = getattr(self, "mean_", None)
+        if mean is None:  # a space fitted before ``center`` existed (unpickled): uncentred
+            mean = np.zeros(self.Y_train_.shape[1:])
+        Z = mean + np.tensordot(A, self.Y_train_ - mean, axes=(1, 0))
         if method == "closed_form":
             P = self.project(Z)
         else:
@@ -321,4 +369,10 @@ class EuclideanSpace(OutputSpace):
 
     def to_config(self) -> dict[str, Any]:
         return {"constraint": self.constraint, "lo": float(self.lo), "hi": float(self.hi),
-                "solver": self.solver, "tol": float(self.tol)}
+                "solver": self.solver, "tol": float(self.tol), "center": bool(self.center)}
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any]) -> EuclideanSpace:
+        """The space of a saved config; a config saved before ``center`` existed (no such
+        key) gives ``center=False``, so that the model predicts as it did."""
+        return cls(**{"center": False, **cfg})

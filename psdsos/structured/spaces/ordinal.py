@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from psdsos._validation import check_scalar
 from psdsos.structured._plugins import register_output_space
 from psdsos.structured.polytopes import OrderSimplex
 from psdsos.structured.spaces._label_space import _LabelSpace
@@ -57,10 +56,7 @@ class OrdinalSpace(_LabelSpace):
 
     __module__ = "psdsos.structured.spaces.discrete"  # the public home (docs, pickles)
     _label_word = "ordinal"
-
-    def _check_params(self):
-        super()._check_params()
-        check_scalar(self.k, "k", lower=2, integer=True, allow_none=True)
+    _min_k = 2  # an order needs two labels
 
     def _check_k(self, k):
         if k < 2:
