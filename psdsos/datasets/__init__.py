@@ -9,6 +9,9 @@
 - :func:`load_glass`: the forensic glass data, bundled (label ranking, Blondel 2019, Tables 1-2).
 - :func:`load_engel`, :func:`load_production`: real economic data with a known shape, bundled
   (an Engel curve, increasing and concave; US state production, increasing and concave).
+- :func:`load_macrodata`, :func:`load_macro_covariances`: US quarterly real GDP, consumption
+  and investment (1959-2009, FRED via statsmodels, public domain), bundled, and their rolling
+  3 x 3 covariance matrices of growth rates: a real PSD-valued time series.
 - :func:`make_option_prices`, :func:`black_scholes_call`: noisy Black-Scholes call quotes,
   convex and decreasing in the strike.
 
@@ -30,16 +33,20 @@ from psdsos.datasets._economics import (
 from psdsos.datasets._fingerprints import make_fingerprints, sobel_orientation
 from psdsos.datasets._geodesic import bures_geodesic_endpoints, make_bures_geodesic
 from psdsos.datasets._glass import GLASS_CLASSES, GLASS_FEATURES, load_glass
+from psdsos.datasets._macro import MACRO_FEATURES, load_macro_covariances, load_macrodata
 from psdsos.datasets._options import black_scholes_call, make_option_prices
 
 __all__ = [
     "ENGEL_FEATURES",
     "GLASS_CLASSES",
     "GLASS_FEATURES",
+    "MACRO_FEATURES",
     "PRODUCTION_FEATURES",
     "black_scholes_call",
     "load_engel",
     "load_glass",
+    "load_macro_covariances",
+    "load_macrodata",
     "load_production",
     "make_option_prices",
     "bures_geodesic_endpoints",

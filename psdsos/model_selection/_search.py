@@ -181,11 +181,14 @@ def grid_search_cv(estimator: Any, X: ArrayLike, M: ArrayLike,
     cv : "loo", int or CV splitter, default="loo"
         ``"loo"``: leave-one-out; ``k``: ``KFold(k)`` without shuffling (2 <= k <= n); or
         any object with ``split(X, M)`` (e.g. ``KFold(5, shuffle=True, random_state=0)``).
-    scoring : None, "score", "neg_mse" or callable, default=None
+    scoring : None, str or callable, default=None
         ``None``/``"score"``: the estimator's ``score`` (:math:`R^2` over matrix entries
         for PSDRegressor; note that :math:`R^2` is undefined on a test fold of one sample,
         where PSDRegressor returns 0, so use ``"neg_mse"`` with leave-one-out).
-        ``"neg_mse"``: :func:`neg_mse_scorer`.  A callable ``(estimator, X, M) -> float``.
+        ``"neg_mse"``: :func:`neg_mse_scorer`.  For PSD targets, the geometry they are
+        judged by: ``"neg_bures_wasserstein"``, ``"neg_affine_invariant"``,
+        ``"neg_log_euclidean"`` (:func:`neg_bures_wasserstein_scorer` and its siblings:
+        negated mean squared distances).  A callable ``(estimator, X, M) -> float``.
         Higher is better.
     n_jobs : int or None, default=None
         Parallel jobs (joblib semantics: None is 1 outside a ``parallel_config`` context,

@@ -11,6 +11,12 @@ matplotlib is imported inside the functions only: importing psdsos.plotting work
 """
 
 from psdsos.plotting._convex import plot_convex_fit
-from psdsos.plotting._ellipses import plot_bures_comparison, plot_psd_ellipses, psd_ellipse_scale
+from psdsos.plotting._ellipses import (
+    plot_bures_comparison,
+    plot_psd_ellipses,
+    plot_psd_spectrum,
+    psd_ellipse_scale,
+)
 
-__all__ = ["plot_bures_comparison", "plot_convex_fit", "plot_psd_ellipses", "psd_ellipse_scale"]
+__all__ = ["plot_bures_comparison", "plot_convex_fit", "plot_psd_ellipses", "plot_psd_spectrum",
+           "psd_ellipse_scale"]

@@ -1,4 +1,5 @@
-r"""PSD 2x2 matrices drawn as ellipses along a line (PSD paper, Figures 1 and 6).
+r"""PSD matrices along a 1-D input: 2x2 matrices (or 2x2 blocks) drawn as ellipses along a
+line (PSD paper, Figures 1 and 6), and eigenvalues and variances as curves.
 
 Each matrix :math:`\mathbf M_i` is drawn as the set
 
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["plot_bures_comparison", "plot_psd_ellipses", "psd_ellipse_scale"]
+__all__ = ["plot_bures_comparison", "plot_psd_ellipses", "plot_psd_spectrum",
+           "psd_ellipse_scale"]
 
 #: Eigenvalues below this fraction of the largest one (over all matrices) count as zero.
 _RANK_RTOL = 1e-9
@@ -66,10 +68,40 @@ def _check_times(t, n, name="t"):
     return tt
 
 
-def _check_matrices(M, name="M"):
+def _check_block(block, d):
+    """``block`` as a pair of distinct indices in [0, d)."""
+    try:
+        i, j = block
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"block must be a pair of distinct indices (i, j) in [0, {d}), got {block!r}"
+        ) from None
+    ok = all(isinstance(v, numbers.Integral) and not isinstance(v, bool) and 0 <= v < d
+             for v in (i, j))
+    if not ok or i == j:
+        raise ValueError(
+            f"block must be a pair of distinct indices (i, j) in [0, {d}), got {block!r}"
+        )
+    return int(i), int(j)
+
+
+def _select_block(M, block, name="M"):
+    """The (n, 2, 2) principal blocks ``M[:, [i, j]][:, :, [i, j]]`` (``block=None``: M
+    itself, which must then be 2x2)."""
     M = check_psd_targets(M, name)
-    if M.shape[1] != 2:
-        raise ValueError(f"{name} must hold 2x2 matrices (shape (n, 2, 2)), got shape {M.shape}")
+    if block is None:
+        if M.shape[1] != 2:
+            raise ValueError(
+                f"{name} must hold 2x2 matrices (shape (n, 2, 2)), got shape {M.shape}; for "
+                "d x d matrices choose the 2x2 principal block to draw with block=(i, j)"
+            )
+        return M
+    i, j = _check_block(block, M.shape[1])
+    return M[:, [i, j]][:, :, [i, j]]
+
+
+def _check_matrices(M, name="M", block=None):
+    M = _select_block(M, block, name)
     w, V = np.linalg.eigh(M)
     top = float(np.max(np.abs(w))) if w.size else 0.0
     tol = _RANK_RTOL * max(top, np.finfo(float).tiny)
@@ -92,7 +124,7 @@ def _check_positive(value, name, allow_none=False):
 
 
 def psd_ellipse_scale(t: ArrayLike, M: ArrayLike, *, level: float = 1.0,
-                      fill: float = 0.45) -> float:
+                      fill: float = 0.45, block: tuple[int, int] | None = None) -> float:
     r"""Scale s such that the ellipses of ``M`` at times ``t`` do not overlap much.
 
     .. math::
@@ -101,20 +133,35 @@ def psd_ellipse_scale(t: ArrayLike, M: ArrayLike, *, level: float = 1.0,
 
     with :math:`\Delta t` the median spacing of the sorted times (1 for a single time).
 
+    To draw several rows (data, model, baselines) at one scale, compute it once, from the
+    matrices of all rows or from the data, and pass it as ``scale=`` to every
+    :func:`plot_psd_ellipses` call: ellipses of equal matrices then have equal sizes in
+    every row.
+
     Parameters
     ----------
     t : array-like of shape (n,) or (n, 1)
-    M : array-like of shape (n, 2, 2), PSD
+    M : array-like of shape (n, 2, 2), PSD; or (n, d, d) with ``block``
     level : float, default=1.0
         The level r of :func:`plot_psd_ellipses`.
     fill : float, default=0.45
         Largest semi-axis as a fraction of the spacing.
+    block : (int, int) or None, default=None
+        For d x d matrices, the indices (i, j) of the 2x2 principal block drawn (as
+        :func:`plot_psd_ellipses`).
 
     Returns
     -------
     float
+
+    Examples
+    --------
+    >>> from psdsos.datasets import load_macro_covariances
+    >>> from psdsos.plotting import psd_ellipse_scale
+    >>> t, M = load_macro_covariances(return_X_y=True)
+    >>> s = psd_ellipse_scale(t, M, block=(0, 2))   # pass it to every row's plot
     """
-    w, _ = _check_matrices(M)
+    w, _ = _check_matrices(M, block=block)
     tt = _check_times(t, len(w))
     level = _check_positive(level, "level")
     fill = _check_positive(fill, "fill")
@@ -127,21 +174,32 @@ def psd_ellipse_scale(t: ArrayLike, M: ArrayLike, *, level: float = 1.0,
 
 def plot_psd_ellipses(ax: Axes, t: ArrayLike, M: ArrayLike, *, level: float = 1.0,
                       y: float = 0.0, scale: float | None = None, color: Any = "C0",
-                      alpha: float = 0.35, linewidth: float = 1.0) -> list[Any]:
-    r"""Draw 2x2 PSD matrices as ellipses centred at :math:`(t_i, y)` (Figures 1 and 6).
+                      alpha: float = 0.35, linewidth: float = 1.0,
+                      block: tuple[int, int] | None = None) -> list[Any]:
+    r"""Draw 2x2 PSD matrices (or 2x2 blocks) as ellipses centred at :math:`(t_i, y)`.
 
     Matrix :math:`\mathbf M_i` becomes
     :math:`\{(t_i, y) + s\,x : x^\top \mathbf M_i^{+} x \le r,\ x \in \operatorname{range}
     \mathbf M_i\}`: an ellipse with semi-axes :math:`s\sqrt{r\mu_k}` along the eigenvectors
-    (eigenvalues :math:`\mu_k`), a segment for a rank-one matrix, a dot for zero.
-    The axes get an equal aspect ratio so that the shapes are not distorted.
+    (eigenvalues :math:`\mu_k`), a segment for a rank-one matrix, a dot for zero (PSD
+    paper, Figures 1 and 6).  The axes get an equal aspect ratio so that the shapes are not
+    distorted.
+
+    For d x d matrices, ``block=(i, j)`` draws the principal 2x2 block
+    :math:`[\mathbf M_i]_{\{i,j\},\{i,j\}}`: the covariance of coordinates i and j of
+    :math:`\mathcal N(0, \mathbf M_i)`, whose ellipse is the shadow (projection) of the
+    d-dimensional ellipsoid on the plane of coordinates i and j.
+
+    The default ``scale`` is computed from the matrices of each call: to compare rows
+    (data, model, baselines), pass one ``scale`` to every call
+    (e.g. :func:`psd_ellipse_scale` of the data).
 
     Parameters
     ----------
     ax : matplotlib.axes.Axes
     t : array-like of shape (n,) or (n, 1)
         Horizontal positions (times).
-    M : array-like of shape (n, 2, 2)
+    M : array-like of shape (n, 2, 2), or (n, d, d) with ``block``
         Symmetric PSD matrices (eigenvalues down to :math:`-10^{-7}\max|\mu|` are clipped
         to 0, so numerically PSD predictions are fine).
     level : float, default=1.0
@@ -156,6 +214,9 @@ def plot_psd_ellipses(ax: Axes, t: ArrayLike, M: ArrayLike, *, level: float = 1.
     alpha : float, default=0.35
         Fill opacity (the outline is opaque).
     linewidth : float, default=1.0
+    block : (int, int) or None, default=None
+        Indices (i, j), distinct, of the principal 2x2 block drawn; required when d > 2.
+        The horizontal semi-axis direction is coordinate i, the vertical one j.
 
     Returns
     -------
@@ -165,8 +226,8 @@ def plot_psd_ellipses(ax: Axes, t: ArrayLike, M: ArrayLike, *, level: float = 1.
     Raises
     ------
     ValueError
-        If ``M`` is not (n, 2, 2) symmetric PSD, ``t`` does not match, or ``level`` /
-        ``scale`` are not positive.
+        If ``M`` is not (n, 2, 2) symmetric PSD (or (n, d, d) with a valid ``block``),
+        ``t`` does not match, or ``level`` / ``scale`` are not positive.
     ImportError
         If matplotlib is missing (``pip install psdsos[plot]``).
 
@@ -185,12 +246,12 @@ def plot_psd_ellipses(ax: Axes, t: ArrayLike, M: ArrayLike, *, level: float = 1.
     from matplotlib.collections import LineCollection, PatchCollection
     from matplotlib.patches import Ellipse
 
-    w, V = _check_matrices(M)
+    w, V = _check_matrices(M, block=block)
     tt = _check_times(t, len(w))
     level = _check_positive(level, "level")
     scale = _check_positive(scale, "scale", allow_none=True)
     if scale is None:
-        scale = psd_ellipse_scale(tt, M, level=level)
+        scale = psd_ellipse_scale(tt, M, level=level, block=block)
     y = float(y)
 
     semi = scale * np.sqrt(level * w)  # (n, 2), ascending eigenvalues
@@ -292,3 +353,105 @@ def plot_bures_comparison(t_train: ArrayLike, M_train: ArrayLike, t_model: Array
             ax.spines[side].set_visible(False)
     axes[-1].set_xlabel("t")
     return fig
+
+
+_SPECTRUM_KINDS = ("both", "eigenvalues", "diagonal")
+
+
+def plot_psd_spectrum(ax: Axes, t: ArrayLike, M: ArrayLike, *, kind: str = "both",
+                      names: Sequence[str] | None = None, color: Any = None,
+                      label: str | None = None, log: bool = False,
+                      **line_kwargs: Any) -> list[Any]:
+    r"""Eigenvalues and variances (diagonal entries) of d x d PSD matrices along a 1-D input.
+
+    Draws, against :math:`t_i` sorted increasingly, the eigenvalues
+    :math:`\mu_1(\mathbf M_i) \ge \dots \ge \mu_d(\mathbf M_i)` (solid lines by default)
+    and the diagonal entries :math:`(\mathbf M_i)_{jj}`, the variances of the coordinates
+    of :math:`\mathcal N(0, \mathbf M_i)` (dashed): the scale and the anisotropy of the
+    matrices at a glance, for any d, where ellipses show only a 2x2 block.  The eigenvalue
+    curves are sorted at each t (they may touch where eigenvalues cross).
+
+    Call it once per source on the same axes to compare them (e.g. the data with
+    ``marker="o", linestyle=""`` and a fit as lines, each with its own ``color``).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    t : array-like of shape (n,) or (n, 1)
+        Inputs (times).
+    M : array-like of shape (n, d, d)
+        Symmetric matrices (PSD for the eigenvalues to be meaningful on a log axis).
+    kind : {"both", "eigenvalues", "diagonal"}, default="both"
+        What to draw.
+    names : sequence of d str, optional
+        Names of the coordinates, for the labels of the variances (default "0", "1", ...).
+    color : matplotlib color or None, default=None
+        None: one color per curve (``"C0"``, ``"C1"``, ... for the eigenvalues, then the
+        next colors for the variances); a color: every curve of this call in it.
+    label : str, optional
+        Prefix of the legend labels (e.g. ``"data"``): "data: eigenvalue 1", ...
+    log : bool, default=False
+        Logarithmic vertical axis (for matrices whose eigenvalues span decades; zero
+        eigenvalues are then not drawn).
+    **line_kwargs
+        Passed to ``ax.plot`` (``linestyle``, ``marker``, ``linewidth``, ``alpha``, ...);
+        ``linestyle`` replaces the default solid / dashed styles.
+
+    Returns
+    -------
+    list of matplotlib.lines.Line2D
+        The eigenvalue curves (largest first), then the variance curves.
+
+    Raises
+    ------
+    ValueError
+        If ``M`` is not (n, d, d) symmetric, ``t`` does not match, ``kind`` is unknown or
+        ``names`` does not have d entries.
+    ImportError
+        If matplotlib is missing.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from matplotlib.figure import Figure
+    >>> from psdsos.datasets import load_macro_covariances
+    >>> from psdsos.plotting import plot_psd_spectrum
+    >>> macro = load_macro_covariances()
+    >>> ax = Figure().add_subplot()
+    >>> lines = plot_psd_spectrum(ax, macro.t, macro.M, names=macro.feature_names, log=True)
+    >>> len(lines)
+    6
+    """
+    _require_matplotlib()
+    A = check_psd_targets(M, "M")
+    tt = _check_times(t, len(A))
+    if not isinstance(kind, str) or kind.lower() not in _SPECTRUM_KINDS:
+        raise ValueError(f"kind must be one of {list(_SPECTRUM_KINDS)}, got {kind!r}")
+    kind = kind.lower()
+    d = A.shape[1]
+    if names is None:
+        names = [str(j) for j in range(d)]
+    elif isinstance(names, str) or len(names) != d:
+        raise ValueError(f"names must hold d = {d} names, got {names!r}")
+    if not isinstance(log, (bool, np.bool_)):
+        raise ValueError(f"log must be True or False, got {log!r}")
+    order = np.argsort(tt, kind="stable")
+    tt, A = tt[order], A[order]
+    prefix = f"{label}: " if label else ""
+    curves: list[tuple[np.ndarray, str, str]] = []
+    if kind in ("both", "eigenvalues"):
+        mu = np.linalg.eigvalsh(A)[:, ::-1]
+        curves += [(mu[:, k], f"{prefix}eigenvalue {k + 1}", "-") for k in range(d)]
+    if kind in ("both", "diagonal"):
+        diag = np.diagonal(A, axis1=1, axis2=2)
+        curves += [(diag[:, j], f"{prefix}variance {names[j]}", "--") for j in range(d)]
+    lines: list[Any] = []
+    offset = 0 if kind != "diagonal" else d  # a variance keeps its color in every kind
+    for k, (values, text, style) in enumerate(curves):
+        c = color if color is not None else f"C{(k + offset) % 10}"
+        kw = {"linestyle": style, **line_kwargs}
+        lines.extend(ax.plot(tt, values, color=c, label=text, **kw))
+    if log:
+        ax.set_yscale("log")
+    return lines
