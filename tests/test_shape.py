@@ -149,6 +149,56 @@ def test_predict_gradient_hessian_consistent():
             np.testing.assert_allclose(H[:, :, j], fdg, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("p, kw", [
+    (1, dict(increasing=True, concave=True)),
+    (2, dict(increasing=[0], convex=True)),
+    (3, dict(concave=[0, 2], decreasing=[1])),
+])
+def test_linear_extrapolation_outside_the_box(p, kw):
+    """Outside the box: h(Pu) + grad h(Pu)^T (u - Pu); predict, gradient and hessian agree
+    with finite differences there too; inside, the same function as extrapolation="kernel";
+    in one feature the shape holds on the whole line."""
+    rng = np.random.default_rng(p)
+    X = rng.uniform(0, 1, (60, p))
+    y = np.sqrt(X[:, 0] + 0.1) + (X[:, 1:] ** 2).sum(axis=1) * (1 if p == 2 else -1)
+    y = y + 0.01 * rng.standard_normal(60)
+    est = ShapeConstrainedRegressor(rho=1e-3, lam2=1e-5, max_cells=20_000, random_state=0,
+                                    **kw).fit(X, y)
+    kern = ShapeConstrainedRegressor(**{**est.get_params(), "extrapolation": "kernel"})
+    kern.fit(X, y)
+    lo, hi = est.x_box_
+    inside = rng.uniform(lo, hi, (30, p))
+    np.testing.assert_allclose(est.predict(inside), kern.predict(inside), rtol=1e-12)
+    np.testing.assert_allclose(est.hessian(inside), kern.hessian(inside), rtol=1e-12,
+                               atol=1e-12)
+    Z = rng.uniform(-0.8, 1.8, (40, p))
+    outside = np.any((Z < lo) | (Z > hi), axis=1)
+    assert outside.sum() >= 20
+    # the definition, from the corrected predictor at the projection
+    P = np.clip(Z, lo, hi)
+    np.testing.assert_allclose(
+        est.predict(Z), est.predict(P) + np.einsum("mp,mp->m", est.gradient(P), Z - P),
+        rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(est.predict(Z, raw=True), kern.predict(Z, raw=True))
+    h = 1e-5
+    G, H = est.gradient(Z), est.hessian(Z)
+    scale = np.abs(H).max()
+    for j in range(p):
+        e = np.zeros(p)
+        e[j] = h
+        fd = (est.predict(Z + e) - est.predict(Z - e)) / (2 * h)
+        np.testing.assert_allclose(G[:, j], fd, rtol=1e-5, atol=1e-6)
+        fdg = (est.gradient(Z + e) - est.gradient(Z - e)) / (2 * h)
+        np.testing.assert_allclose(H[:, :, j], fdg, rtol=1e-4, atol=1e-5 * scale)
+    if p == 1:  # increasing and concave on the whole line (certified inside, linear outside)
+        line = np.linspace(lo[0] - 5.0, hi[0] + 5.0, 4001)[:, None]
+        assert est.certificate_["increasing[0]"].status == "certified"
+        assert est.certificate_["concave[0]"].status == "certified"
+        assert np.all(est.gradient(line)[:, 0] >= -1e-10)
+        assert np.all(est.hessian(line)[:, 0, 0] <= 1e-8 * scale)
+        assert np.all(np.diff(est.predict(line)) >= -1e-12)
+
+
 @pytest.mark.parametrize("kw, match", [
     (dict(increasing=[0], decreasing=[0]), "both increasing and decreasing"),
     (dict(convex=[0, 1], concave=[1]), "both convex and concave"),
@@ -160,6 +210,7 @@ def test_predict_gradient_hessian_consistent():
     (dict(increasing="a"), "feature indices"),
     (dict(convex=[0.5]), "feature indices"),
     (dict(increasing=[0], constraint_points=np.zeros((3, 5))), "constraint_points"),
+    (dict(increasing=[0], extrapolation="constant"), "extrapolation"),
 ])
 def test_bad_parameters(kw, match):
     X, y = _data(20)
@@ -178,12 +229,33 @@ def test_save_load_keeps_certificate(tmp_path):
     back = psdsos.load(path)
     assert back.certificate_ == est.certificate_
     assert set(back.constraint_points_) == set(est.constraint_points_)
-    P = np.random.default_rng(0).uniform(0, 1, (7, 2))
+    # inside and outside the box (the linear extrapolation is kept)
+    P = np.random.default_rng(0).uniform(-0.5, 1.5, (7, 2))
+    assert back.extrapolation == "linear"
     for raw in (False, True):
         np.testing.assert_allclose(back.predict(P, raw=raw), est.predict(P, raw=raw),
                                    rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(back.hessian(P, raw=raw), est.hessian(P, raw=raw),
                                    rtol=1e-10, atol=1e-10)
+
+
+def test_files_without_extrapolation_load_as_kernel(tmp_path):
+    # files written before the option existed predicted the kernel expansion everywhere
+    from psdsos._persistence import load_npz, save_npz
+
+    X, y = _data(40)
+    est = ShapeConstrainedRegressor(increasing=[0], max_cells=20_000, random_state=0).fit(X, y)
+    path = os.path.join(tmp_path, "m.npz")
+    est.save(path)
+    arrays, meta = load_npz(path)
+    del meta["params"]["extrapolation"]
+    meta.pop("arrays_sha256", None)
+    save_npz(path, arrays, meta)
+    back = psdsos.load(path)
+    assert back.extrapolation == "kernel"
+    Z = np.array([[-1.0, 0.5], [2.0, 3.0]])
+    kern = ShapeConstrainedRegressor(**{**est.get_params(), "extrapolation": "kernel"})
+    np.testing.assert_allclose(back.predict(Z), kern.fit(X, y).predict(Z), rtol=1e-10)
 
 
 #: Checks ShapeConstrainedRegressor fails, with the reason found by running them.

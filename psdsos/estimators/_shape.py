@@ -94,6 +94,7 @@ SHAPE_OPTIONS: dict[str, Any] = {
     "certify_tol": Interval(numbers.Real, 0.0, None, closed="neither"),
     "max_exchange": Interval(numbers.Integral, 0, None),
     "max_cells": Interval(numbers.Integral, 1, None),
+    "extrapolation": Options(["linear", "kernel"]),
 }
 
 
@@ -130,7 +131,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     smallest correction the bound proves sufficient (e.g. + e x_p for monotonicity,
     + e/2 ||x_S - a||^2 for convexity, a shift for a bound), so the shape holds on the
     whole box; ``predict(X, raw=True)`` returns the fit itself.  Outside the box nothing is
-    claimed.
+    claimed; there the predictor extends linearly from the box (``extrapolation``).
 
     Parameters
     ----------
@@ -180,6 +181,15 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     max_cells : int, default=400000
         Budget of cells per constraint for the branch and bound; beyond it the certificate
         is "sampled".
+    extrapolation : {"linear", "kernel"}, default="linear"
+        The certified-shape predictor outside the box of the training data: "linear", its
+        first-order Taylor expansion at the nearest point u* of the box,
+        h(u*) + grad h(u*)^T (u - u*) (continuous with its gradient across the box's
+        faces; with one feature it keeps the shapes on the whole line: a monotone,
+        convex or concave h stays so, extended by the end slopes); "kernel": the kernel
+        expansion itself, which falls back towards its affine part a few bandwidths
+        away.  Inside the box both are the same function; ``raw=True`` is always the
+        kernel fit.  Nothing outside the box is certified.
     tol, max_iter, random_state, verbose
         As in :class:`ConvexRegressor`.
     warm_start : bool, default=False
@@ -231,9 +241,9 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
                  constraint_points: None | int | ArrayLike = None, centers: str = "auto",
                  n_landmarks: int | None = None, fit_intercept: bool = True,
                  certify: bool = True, certify_tol: float = 1e-2, max_exchange: int = 10,
-                 max_cells: int = 400_000, tol: float = 1e-6, max_iter: int = 20000,
-                 warm_start: bool = False, random_state: RandomStateLike = None,
-                 verbose: bool | int = False) -> None:
+                 max_cells: int = 400_000, extrapolation: str = "linear", tol: float = 1e-6,
+                 max_iter: int = 20000, warm_start: bool = False,
+                 random_state: RandomStateLike = None, verbose: bool | int = False) -> None:
         self.increasing = increasing
         self.decreasing = decreasing
         self.convex = convex
@@ -255,6 +265,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         self.certify_tol = certify_tol
         self.max_exchange = max_exchange
         self.max_cells = max_cells
+        self.extrapolation = extrapolation
         self.tol = tol
         self.max_iter = max_iter
         self.warm_start = warm_start
@@ -471,32 +482,78 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         X = self._check_X(X)
         return X, (X - self.x_offset_) / self.x_scale_
 
+    def _corrected(self, U, order):
+        """Value (order 0), gradient (1) or Hessian (2) of the certified-shape predictor
+        h = scale (f + correction) + shift at the rows of U (standardized units)."""
+        c = self._correction
+        if order == 0:
+            return c.scale * (self._fit_u.value(U) + c.terms(U)[0]) + c.shift
+        if order == 1:
+            return c.scale * (self._fit_u.gradient(U) + c.terms(U)[1])
+        return c.scale * (self._fit_u.hessian(U) + np.diag(c.terms(U)[2])[None])
+
+    def _hessian_slope(self, U, D):
+        """sum_r d_r d/du_r of Hess h at the rows of U, along the rows of D (the correction
+        is quadratic: only the kernel part contributes)."""
+        kern = self._fit_u.kernel
+        out = np.empty((U.shape[0], U.shape[1], U.shape[1]))
+        step = max(1, (1 << 21) // max(self._fit_u.C.shape[0] * U.shape[1] ** 3, 1))
+        for i in range(0, U.shape[0], step):
+            # hessian_gradient differentiates its second argument once: d/du = -d/dc
+            T = kern.hessian_gradient(U[i:i + step], self._fit_u.C)
+            out[i:i + step] = -np.einsum("mlpqr,l,mr->mpq", T, self._fit_u.alpha,
+                                         D[i:i + step])
+        return self._correction.scale * out
+
+    def _extended(self, U, order):
+        """The certified-shape predictor with its linear extension outside the box
+        (``extrapolation="linear"``): h(P u) + grad h(P u)^T (u - P u), P the projection
+        onto the box, and its derivatives (those of the interior coordinates pick up the
+        Hessian of h and its derivative along u - P u)."""
+        if self.extrapolation == "kernel":
+            return self._corrected(U, order)
+        lo = (self.x_box_[0] - self.x_offset_) / self.x_scale_
+        hi = (self.x_box_[1] - self.x_offset_) / self.x_scale_
+        P = np.clip(U, lo, hi)
+        D = U - P
+        out = self._corrected(P, order)
+        ext = np.flatnonzero(np.any(D != 0.0, axis=1))
+        if ext.size == 0:
+            return out
+        Pe, De = P[ext], D[ext]
+        inner = (De == 0.0).astype(np.float64)  # the coordinates inside [lo, hi]
+        if order == 0:
+            out[ext] += np.einsum("mp,mp->m", self._corrected(Pe, 1), De)
+        elif order == 1:
+            out[ext] += inner * np.einsum("mpq,mq->mp", self._corrected(Pe, 2), De)
+        else:
+            # d/du_p d/du_q of h(P u) + grad h(P u)^T D(u): in the inner coordinates
+            # Hess h + d/dD Hess h; a cross term once; the outer block vanishes
+            H = out[ext]
+            mask = inner[:, :, None] * inner[:, None, :]
+            both = inner[:, :, None] + inner[:, None, :]
+            out[ext] = (np.where(both > 0, H, 0.0)
+                        + mask * self._hessian_slope(Pe, De))
+        return out
+
     def predict(self, X: ArrayLike, *, raw: bool = False) -> FloatArray:
         """The certified-shape predictor (the fit plus its correction, see the class
-        docstring); ``raw=True``: the fit itself."""
+        docstring; outside the box extended by ``extrapolation``); ``raw=True``: the fit
+        itself (the kernel expansion everywhere)."""
         _, U = self._standardized(X)
-        h = self._fit_u.value(U)
-        if not raw:
-            c = self._correction
-            h = c.scale * (h + c.terms(U)[0]) + c.shift
+        h = self._fit_u.value(U) if raw else self._extended(U, 0)
         return self.y_offset_ + self.y_scale_ * h
 
     def gradient(self, X: ArrayLike, *, raw: bool = False) -> FloatArray:
         """Gradient of :meth:`predict` (same ``raw``), shape (m, n_features)."""
         _, U = self._standardized(X)
-        g = self._fit_u.gradient(U)
-        if not raw:
-            c = self._correction
-            g = c.scale * (g + c.terms(U)[1])
+        g = self._fit_u.gradient(U) if raw else self._extended(U, 1)
         return (self.y_scale_ / self.x_scale_) * g
 
     def hessian(self, X: ArrayLike, *, raw: bool = False) -> FloatArray:
         """Hessian of :meth:`predict` (same ``raw``), shape (m, n_features, n_features)."""
         _, U = self._standardized(X)
-        H = self._fit_u.hessian(U)
-        if not raw:
-            c = self._correction
-            H = c.scale * (H + np.diag(c.terms(U)[2])[None])
+        H = self._fit_u.hessian(U) if raw else self._extended(U, 2)
         return (self.y_scale_ / self.x_scale_**2) * H
 
     # ---- persistence (psdsos.load): n centres, p features ---------------------------------------
@@ -521,6 +578,14 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         ``metadata``: optional JSON-able dict stored alongside (e.g. column names).
         """
         self._save(path, metadata)
+
+    @classmethod
+    def _saved_constructor_params(cls, meta):
+        # files written before the option existed predicted the kernel expansion outside
+        # the box: they load with that behaviour, so their predictions do not change
+        params = dict(meta["params"])
+        params.setdefault("extrapolation", "kernel")
+        return params
 
     def _saved_param_values(self):
         cp_ = self.constraint_points

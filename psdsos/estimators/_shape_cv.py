@@ -121,8 +121,9 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
         An int k: ``KFold(k, shuffle=True, random_state=random_state)`` (shuffled: data
         sorted by a feature would otherwise be extrapolated fold by fold); or any object
         with ``split`` (e.g. ``KFold``, ``GroupKFold`` is not supported here).
-    fit_intercept, certify_tol, max_exchange, max_cells
-        As in :class:`ShapeConstrainedRegressor`, for every fit.
+    fit_intercept, certify_tol, max_exchange, max_cells, extrapolation
+        As in :class:`ShapeConstrainedRegressor`, for every fit (the held-out folds are
+        predicted with the same extrapolation as the final model).
     tol : float, default=1e-4
         Tolerance (relative duality gap) of the refits on all the data: their objective
         (about the noise variance) within 1e-4 of its optimum, so the fitted values are
@@ -222,7 +223,8 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
                  rhos: Sequence[float] = DEFAULT_RHOS,
                  lam2s: Sequence[float] | None = None, cv: Any = 3, fit_intercept: bool = True,
                  certify_tol: float = 1e-2, max_exchange: int = 10, max_cells: int = 400_000,
-                 tol: float = 1e-4, max_iter: int = 20000, cv_tol: float = 1e-4,
+                 extrapolation: str = "linear", tol: float = 1e-4, max_iter: int = 20000,
+                 cv_tol: float = 1e-4,
                  cv_max_iter: int = 1000, cv_max_exchange: int = 0,
                  cv_constraint_points: int | None = None, max_refits: int = 3,
                  n_jobs: int | None = None,
@@ -242,6 +244,7 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
         self.certify_tol = certify_tol
         self.max_exchange = max_exchange
         self.max_cells = max_cells
+        self.extrapolation = extrapolation
         self.tol = tol
         self.max_iter = max_iter
         self.cv_tol = cv_tol
@@ -260,7 +263,8 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
             increasing=self.increasing, decreasing=self.decreasing, convex=self.convex,
             concave=self.concave, lower=self.lower, upper=self.upper, kernel=self.kernel,
             fit_intercept=self.fit_intercept, certify=False, certify_tol=self.certify_tol,
-            max_exchange=self.cv_max_exchange, max_cells=self.max_cells, tol=self.cv_tol,
+            max_exchange=self.cv_max_exchange, max_cells=self.max_cells,
+            extrapolation=self.extrapolation, tol=self.cv_tol,
             max_iter=self.cv_max_iter, constraint_points=m, random_state=self.random_state)
 
     def _splitter(self, n: int) -> Any:
