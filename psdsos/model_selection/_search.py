@@ -27,7 +27,7 @@ import numbers
 import sys
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,7 @@ from sklearn.utils.validation import _check_sample_weight
 from psdsos.estimators import RELATIVE_DEFICIT_TOL, NonConvexFitWarning
 from psdsos.model_selection._path import _SILENCED, PATH_PARAMS, _fit_path, _group_candidates
 from psdsos.model_selection._path import _path_order as _path_order
+from psdsos.model_selection._progress import check_verbose, progress_bar
 from psdsos.model_selection._result import SearchResult, _cv_results
 from psdsos.model_selection._scoring import _check_scoring, _default_score
 
@@ -86,10 +87,30 @@ def _check_grid(param_grid, estimator):
 
 
 
+def _describe(obj):
+    """A short description of a value for an error message (never a dump of arrays)."""
+    if obj is None or isinstance(obj, (bool, numbers.Number, str)):
+        return repr(obj)
+    if isinstance(obj, np.ndarray):
+        return f"an array of shape {obj.shape} and dtype {obj.dtype}"
+    if hasattr(obj, "__len__"):
+        try:
+            return f"a {type(obj).__name__} of length {len(obj)}"
+        except TypeError:
+            pass
+    return f"an object of type {type(obj).__name__}"
+
+
+_CV_FORMS = ("cv must be 'loo', an int >= 2, a CV splitter (an object with split) or an "
+             "iterable of (train, test) index arrays")
+
+
 def _check_cv(cv, n):
+    """A splitter (an object with ``split``), or the list of (train, test) pairs of an
+    iterable of pairs (a generator is consumed here, once)."""
     if isinstance(cv, str):
         if cv.lower() != "loo":
-            raise ValueError(f"cv must be 'loo', an int >= 2 or a CV splitter, got {cv!r}")
+            raise ValueError(f"{_CV_FORMS}, got {cv!r}")
         if n < 2:
             raise ValueError(f"cv='loo' needs at least 2 samples, got {n}")
         return LeaveOneOut()
@@ -104,7 +125,76 @@ def _check_cv(cv, n):
         return KFold(int(cv))
     if hasattr(cv, "split"):
         return cv
-    raise ValueError(f"cv must be 'loo', an int >= 2 or a CV splitter, got {cv!r}")
+    if isinstance(cv, (bool, numbers.Number, bytes, dict)) or cv is None:
+        raise ValueError(f"{_CV_FORMS}, got {_describe(cv)}")
+    try:
+        pairs = list(cv)
+    except TypeError:
+        raise ValueError(f"{_CV_FORMS}, got {_describe(cv)}") from None
+    if not pairs:
+        raise ValueError("cv is an empty iterable: give at least one (train, test) pair")
+    return pairs
+
+
+def _check_indices(idx, n, k, which):
+    """``idx`` (split k's train or test part) as an array of row indices in [0, n); a
+    boolean mask of length n becomes the indices it selects."""
+    where = f"cv split {k} (counting from 0)"
+    try:
+        a = np.asarray(idx)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: the {which} indices are not an array of integers, got "
+                         f"{_describe(idx)}") from None
+    if a.ndim != 1:
+        raise ValueError(f"{where}: the {which} indices must be a 1-D array of row indices, "
+                         f"got {_describe(a)}")
+    if a.size == 0:
+        raise ValueError(f"{where}: the {which} set is empty; every split needs at least one "
+                         f"{which} row")
+    if a.dtype == bool:
+        if len(a) != n:
+            raise ValueError(f"{where}: the {which} part is a boolean mask of length {len(a)}, "
+                             f"but there are n = {n} samples")
+        a = np.flatnonzero(a)
+        if a.size == 0:
+            raise ValueError(f"{where}: the {which} mask selects no row; every split needs at "
+                             f"least one {which} row")
+        return a
+    if not np.issubdtype(a.dtype, np.integer):
+        raise ValueError(f"{where}: the {which} indices must be integers, got dtype {a.dtype}")
+    lo, hi = int(a.min()), int(a.max())
+    if lo < 0 or hi >= n:
+        bad = lo if lo < 0 else hi
+        raise ValueError(f"{where}: the {which} indices hold {bad}, outside 0..{n - 1} "
+                         f"(n = {n} samples)")
+    return a.astype(np.intp, copy=False)
+
+
+def _splits(cv, X, M, groups):
+    """The validated list of (train, test) index arrays of ``cv``."""
+    n = len(X)
+    if groups is not None:
+        groups = np.asarray(groups)
+        if groups.ndim != 1 or len(groups) != n:
+            raise ValueError(f"groups must hold one label per sample: expected shape ({n},), "
+                             f"got shape {groups.shape}")
+    splitter = _check_cv(cv, n)
+    if isinstance(splitter, list):
+        raw = splitter  # groups are not used by explicit pairs (as scikit-learn)
+    elif groups is None:
+        raw = list(splitter.split(X, M))
+    else:
+        raw = list(splitter.split(X, M, groups))
+    if not raw:
+        raise ValueError("cv produced no splits")
+    splits = []
+    for k, pair in enumerate(raw):
+        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+            raise ValueError(f"cv split {k} (counting from 0) must be a (train, test) pair of "
+                             f"index arrays, got {_describe(pair)}")
+        tr, te = pair
+        splits.append((_check_indices(tr, n, k, "train"), _check_indices(te, n, k, "test")))
+    return splits
 
 
 def _check_error_score(error_score):
@@ -121,37 +211,16 @@ def _check_error_score(error_score):
 # ----------------------------------------------------------------------------------------
 
 
-class _Progress:
-    def __init__(self, total, enabled, stream=None):
-        self.total, self.enabled = total, enabled
-        self.done = 0
-        self.t0 = time.perf_counter()
-        self.stream = stream if stream is not None else sys.stderr
-        self._last = -1.0
-
-    def update(self, k):
-        self.done += k
-        if not self.enabled:
-            return
-        now = time.perf_counter() - self.t0
-        if self.done < self.total and now - self._last < 0.5:
-            return
-        self._last = now
-        width = 30
-        filled = int(width * self.done / max(self.total, 1))
-        bar = "#" * filled + "." * (width - filled)
-        end = "\n" if self.done >= self.total else ""
-        self.stream.write(f"\r[{bar}] fits {self.done}/{self.total}  {now:6.1f}s{end}")
-        self.stream.flush()
-
-
 def grid_search_cv(estimator: Any, X: ArrayLike, M: ArrayLike,
                    param_grid: dict[str, Sequence] | Sequence[dict[str, Sequence]], *,
-                   cv: str | int | Any = "loo", scoring: str | Callable | None = None,
-                   n_jobs: int | None = None, warm_start: bool = True, verbose: bool = False,
+                   cv: str | int | Iterable | Any = "loo",
+                   scoring: str | Callable | None = None,
+                   n_jobs: int | None = None, warm_start: bool = True,
+                   verbose: bool | int | None = None,
                    backend: Any = None, refit: bool = True, cv_params: dict | None = None,
                    error_score: str | float = np.nan, path_params: Sequence[str] = PATH_PARAMS,
-                   sample_weight: ArrayLike | None = None) -> SearchResult:
+                   sample_weight: ArrayLike | None = None,
+                   groups: ArrayLike | None = None) -> SearchResult:
     r"""Exhaustive grid search with cross-validation and warm starts along the path.
 
     For every candidate :math:`\theta` of ``param_grid`` and every split
@@ -178,9 +247,14 @@ def grid_search_cv(estimator: Any, X: ArrayLike, M: ArrayLike,
     param_grid : dict of lists or list of such dicts
         As for ``GridSearchCV`` (a list of dicts spans a union of grids: e.g. a different
         ``solver`` for part of the grid).  Must not be empty.
-    cv : "loo", int or CV splitter, default="loo"
-        ``"loo"``: leave-one-out; ``k``: ``KFold(k)`` without shuffling (2 <= k <= n); or
-        any object with ``split(X, M)`` (e.g. ``KFold(5, shuffle=True, random_state=0)``).
+    cv : "loo", int, CV splitter or iterable of (train, test) pairs, default="loo"
+        What scikit-learn's ``GridSearchCV`` accepts, plus ``"loo"``: ``"loo"``:
+        leave-one-out; ``k``: ``KFold(k)`` without shuffling (2 <= k <= n); any object with
+        ``split(X, M, groups)`` (e.g. ``KFold(5, shuffle=True, random_state=0)``,
+        ``GroupKFold(3)``, ``LeaveOneGroupOut()``); or an iterable of ``(train, test)``
+        pairs of integer row indices (a list, or a generator: it is read once).  Every
+        split is checked: 1-D integer indices in ``[0, n)`` (or boolean masks of length n),
+        non-empty train and test parts.
     scoring : None, str or callable, default=None
         ``None``/``"score"``: the estimator's ``score`` (:math:`R^2` over matrix entries
         for PSDRegressor; note that :math:`R^2` is undefined on a test fold of one sample,
@@ -196,8 +270,13 @@ def grid_search_cv(estimator: Any, X: ArrayLike, M: ArrayLike,
     warm_start : bool, default=True
         Warm starts along the path (requires a ``warm_start`` parameter; otherwise
         ignored).  False fits every candidate from a fresh clone (cold starts).
-    verbose : bool, default=False
-        Print a progress bar (``fits k/N``) to stderr.
+    verbose : None, bool or int, default=None
+        Progress bar (tqdm, one tick per CV fit, with the elapsed and remaining time) on
+        stderr, or a widget in a Jupyter notebook.  ``0``/``False``: silent; ``1``/``True``
+        (or more): always, after a line with the numbers of candidates, splits and fits;
+        ``None``: only where it can be watched (stderr is a terminal, or a notebook) and
+        once the search has run for 1 second, so short searches and scripts whose stderr
+        is redirected print nothing.
     backend : str, joblib backend or None, default=None
         Passed to ``joblib.parallel_config`` around the fits: ``"loky"``, ``"threading"``,
         ``"dask"`` (with a ``dask.distributed.Client`` active), ...
@@ -218,6 +297,11 @@ def grid_search_cv(estimator: Any, X: ArrayLike, M: ArrayLike,
         :func:`neg_mse_scorer`; a callable scorer must accept the keyword), and the refit
         all of them.  A test fold whose weights are all 0 has no weighted score: it is
         recorded as ``error_score``.
+    groups : array-like of shape (n_samples,), optional
+        Group labels of the rows, passed to the splitter's ``split(X, M, groups)``: for
+        group splitters (``GroupKFold``, ``LeaveOneGroupOut``, ...); splitters that take no
+        groups (``"loo"``, an int, ``KFold``) and explicit pairs ignore them, as in
+        scikit-learn.
 
     Returns
     -------
@@ -227,8 +311,10 @@ def grid_search_cv(estimator: Any, X: ArrayLike, M: ArrayLike,
     ------
     ValueError
         Empty or unknown parameters in ``param_grid``, unknown ``scoring``, ``cv`` not
-        ``"loo"``/int/splitter or more folds than samples, mismatched ``X``/``M``, or every
-        CV fit failing.
+        ``"loo"``/int/splitter/iterable of pairs, more folds than samples, a split that is
+        not a pair of non-empty in-range integer index arrays (the message names the split
+        and the problem), ``groups`` not of length n_samples, mismatched ``X``/``M``,
+        ``verbose`` not None/bool/int, or every CV fit failing.
 
     Warns
     -----
@@ -268,6 +354,7 @@ def grid_search_cv(estimator: Any, X: ArrayLike, M: ArrayLike,
     if scorer is None:
         scorer = _default_score
     error_score = _check_error_score(error_score)
+    show = check_verbose(verbose)
     if cv_params is not None and not isinstance(cv_params, dict):
         raise ValueError(f"cv_params must be a dict or None, got {cv_params!r}")
     if isinstance(path_params, str):
@@ -287,10 +374,7 @@ def grid_search_cv(estimator: Any, X: ArrayLike, M: ArrayLike,
     if sample_weight is not None:
         sample_weight = _check_sample_weight(sample_weight, X.reshape(n, -1),
                                              dtype=np.float64, ensure_non_negative=True)
-    splitter = _check_cv(cv, n)
-    splits = [(np.asarray(tr), np.asarray(te)) for tr, te in splitter.split(X, M)]
-    if not splits:
-        raise ValueError("cv produced no splits")
+    splits = _splits(cv, X, M, groups)
     n_splits = len(splits)
     if scoring_name == "score" and is_regressor(estimator) and min(len(te) for _, te in splits) < 2:
         warnings.warn(
@@ -300,21 +384,20 @@ def grid_search_cv(estimator: Any, X: ArrayLike, M: ArrayLike,
             UserWarning,
             stacklevel=2,
         )
-    groups = _group_candidates(candidates, path_params)
+    paths = _group_candidates(candidates, path_params)
 
-    tasks = [(k, g) for k in range(n_splits) for g in range(len(groups))]
+    tasks = [(k, g) for k in range(n_splits) for g in range(len(paths))]
     n_fits = len(candidates) * n_splits
-    progress = _Progress(n_fits, bool(verbose))
-    if verbose:
+    if show:
         sys.stderr.write(
             f"psdsos grid search: {len(candidates)} candidates x {n_splits} splits = "
-            f"{n_fits} fits in {len(tasks)} jobs ({len(groups)} path(s) per split)\n"
+            f"{n_fits} fits in {len(tasks)} jobs ({len(paths)} path(s) per split)\n"
         )
 
     def jobs():
         for k, g in tasks:
             tr, te = splits[k]
-            yield delayed(_fit_path)(k, estimator, X, M, tr, te, groups[g], candidates, scorer,
+            yield delayed(_fit_path)(k, estimator, X, M, tr, te, paths[g], candidates, scorer,
                                      warm_start, cv_params, error_score, sample_weight)
 
     scores = np.full((len(candidates), n_splits), np.nan)
@@ -324,7 +407,10 @@ def grid_search_cv(estimator: Any, X: ArrayLike, M: ArrayLike,
     nc = np.zeros(scores.shape, dtype=bool)
     ncx = np.zeros(scores.shape, dtype=bool)
     errors = []
+    progress = progress_bar(n_fits, show, "grid search")
     with contextlib.ExitStack() as stack:
+        if progress is not None:  # the bar ends its line, also on an error
+            stack.callback(progress.close)
         stack.enter_context(warnings.catch_warnings())
         for category in _SILENCED:
             warnings.simplefilter("ignore", category)
@@ -338,7 +424,8 @@ def grid_search_cv(estimator: Any, X: ArrayLike, M: ArrayLike,
                 iters[ci, k], nc[ci, k], ncx[ci, k] = it, ncv, ncvx
                 if err is not None:
                     errors.append((k, ci, err))
-            progress.update(len(recs))
+            if progress is not None:
+                progress.update(len(recs))
     errors = [e for _, _, e in sorted(errors)]
 
     n_failed = len(errors)
