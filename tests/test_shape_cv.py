@@ -107,6 +107,40 @@ def test_keeps_first_certified_candidate(monkeypatch):
     assert est.best_params_ == ranked[1]
 
 
+@pytest.mark.parametrize("all_stop", [False, True])
+def test_prefers_a_refit_that_reached_tol(monkeypatch, all_stop):
+    """A certified refit whose solver stopped at max_iter is passed over for the next one
+    that reached tol; when every refit stopped, the first certified one is kept and its
+    ConvergenceWarning is shown."""
+    X, y = _data(n=40)
+    order = []
+    fit0 = ShapeConstrainedRegressor.fit
+
+    def fit(self, X, y, sample_weight=None):
+        fit0(self, X, y, sample_weight=sample_weight)
+        if self.certify:
+            order.append(self.get_params()["rho"])
+            if all_stop or len(order) == 1:
+                warnings.warn("psdsos dual solver did not converge (simulated)",
+                              ConvergenceWarning, stacklevel=2)
+        return self
+
+    monkeypatch.setattr(ShapeConstrainedRegressor, "fit", fit)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = ShapeConstrainedRegressorCV(increasing=True, concave=True, random_state=0,
+                                          max_refits=2, **SMALL).fit(X, y)
+    scores = np.asarray(est.cv_results_["mean_test_score"])
+    ranked = [est.cv_results_["params"][i] for i in np.argsort(-scores, kind="stable")]
+    shown = [c for c in caught if issubclass(c.category, ConvergenceWarning)
+             and "simulated" in str(c.message)]
+    assert est.n_refits_ == 2 and est.certified_
+    if all_stop:
+        assert est.best_params_ == ranked[0] and len(shown) == 1
+    else:
+        assert est.best_params_ == ranked[1] and not shown
+
+
 def test_none_certified_warns_and_keeps_best_by_cv():
     """A budget of one cell: the covering cannot prove anything, every certificate is
     'sampled'; all max_refits tried."""

@@ -97,8 +97,9 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
        ``cv_max_iter`` iterations, which is what makes the search affordable.
     2. **Certified refit.**  The candidates are refitted on all the data in the order of
        their CV score, with ``certify=True``; the first whose every constraint is
-       certified on the box (``certificate_[name].status == "certified"``) is kept, after
-       at most ``max_refits`` tries.  If none is, the best by CV is kept and an
+       certified on the box (``certificate_[name].status == "certified"``) and whose solver
+       reached ``tol`` is kept, after at most ``max_refits`` tries (failing that, the first
+       certified one, with its ConvergenceWarning).  If none is, the best by CV is kept and an
        :class:`~psdsos.estimators.UncertifiedShapeWarning` says so.
 
     Small ``lam2`` matters: the Frobenius weight of the SoS blocks pulls each constraint
@@ -331,16 +332,24 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
             est = clone(base).set_params(certify=True, tol=self.tol, max_iter=self.max_iter,
                                          max_exchange=self.max_exchange,
                                          constraint_points=None, **params)
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("ignore", UncertifiedShapeWarning)
+                warnings.simplefilter("always", ConvergenceWarning)
                 est.fit(Xv, yv, sample_weight=w)
+            stopped = [c for c in caught if issubclass(c.category, ConvergenceWarning)]
+            others = [c for c in caught if not issubclass(c.category, ConvergenceWarning)]
             certified = all(c.status == "certified" for c in est.certificate_.values())
-            refits.append((i, est, certified))
-            if certified:
+            refits.append((i, est, certified, stopped, others))
+            if certified and not stopped:
                 break
         self.refit_time_ = time.perf_counter() - t_refit
-        kept = next((r for r in refits if r[2]), refits[0])
-        i, est, certified = kept
+        # a certified refit at its optimum first; then a certified one that stopped at
+        # max_iter; then the best by CV
+        kept = next((r for r in refits if r[2] and not r[3]),
+                    next((r for r in refits if r[2]), refits[0]))
+        i, est, certified, stopped, others = kept
+        for c in stopped + others:  # the kept refit's own warnings
+            warnings.warn_explicit(c.message, c.category, c.filename, c.lineno)
         self.best_estimator_ = est
         self.best_index_ = i
         self.best_params_ = dict(self.cv_results_["params"][i])
