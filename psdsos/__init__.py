@@ -10,9 +10,11 @@ estimators -> structured; geometry, datasets, model_selection, plotting and cli 
 from psdsos._config import config_context, get_config, set_config
 from psdsos.estimators import (
     ConvexRegressor,
+    ConvexRegressorCV,
     KernelRidgeRegressor,
     PiecewiseLinearConvexRegressor,
     PSDRegressor,
+    PSDRegressorCV,
     ShapeConstrainedRegressor,
     ShapeConstrainedRegressorCV,
     load,
@@ -23,8 +25,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ConvexRegressor",
+    "ConvexRegressorCV",
     "KernelRidgeRegressor",
     "PSDRegressor",
+    "PSDRegressorCV",
     "ShapeConstrainedRegressor",
     "ShapeConstrainedRegressorCV",
     "PiecewiseLinearConvexRegressor",

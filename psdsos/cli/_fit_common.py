@@ -70,9 +70,11 @@ def _print_header(command, source, n, names, target, shape, ignored, grid_text, 
     print(f"grid: {grid_text}", file=out)
 
 
-def _search_and_refit(est, Xs, ys, grid, args, cv_params, out, silenced=()):
+def _search_and_refit(est, Xs, ys, grid, args, cv_params, out, silenced=(), cv_est=None):
     """k-fold search (shuffled, seeded), printed summary, refit on all the data; the refit's
     warnings other than ``silenced`` (reported by the command itself) go to stderr.
+    ``cv_est``: the estimator of the CV fits when it differs from the refit's ``est``
+    (convex-fit: no box certificate in the CV fits).
     Returns (search result, best parameters, fitted model)."""
     from sklearn.model_selection import KFold
 
@@ -90,7 +92,8 @@ def _search_and_refit(est, Xs, ys, grid, args, cv_params, out, silenced=()):
                                 category=UserWarning)
         for category in silenced:  # the selected fit's are reported by the command
             warnings.simplefilter("ignore", category)
-        res = grid_search_cv(est, Xs, ys, grid, cv=cv, scoring="neg_mse", n_jobs=args.n_jobs,
+        res = grid_search_cv(est if cv_est is None else cv_est, Xs, ys, grid, cv=cv,
+                             scoring="neg_mse", n_jobs=args.n_jobs,
                              verbose=args.verbose, cv_params=cv_params, refit=False)
     max_iter = est.max_iter if cv_params is None else cv_params.get("max_iter", est.max_iter)
     best, model, caught = _report_cv_and_refit(

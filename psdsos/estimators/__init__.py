@@ -7,8 +7,10 @@ from psdsos.estimators._convex import (
     ConvexRegressor,
     NonConvexFitWarning,
 )
+from psdsos.estimators._convex_cv import ConvexRegressorCV
 from psdsos.estimators._krr import KernelRidgeRegressor
 from psdsos.estimators._psd import PSDRegressor
+from psdsos.estimators._psd_cv import PSDRegressorCV
 from psdsos.estimators._shape import (
     ShapeCertificate,
     ShapeConstrainedRegressor,
@@ -18,7 +20,9 @@ from psdsos.estimators._shape_cv import ShapeConstrainedRegressorCV
 
 __all__ = [
     "PSDRegressor",
+    "PSDRegressorCV",
     "ConvexRegressor",
+    "ConvexRegressorCV",
     "ShapeConstrainedRegressor",
     "ShapeConstrainedRegressorCV",
     "ShapeCertificate",

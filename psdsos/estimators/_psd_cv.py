@@ -1,0 +1,454 @@
+r"""PSD-valued regression with its kernel, bandwidth and ``lam2`` chosen by cross-validation.
+
+:class:`PSDRegressorCV`: K-fold (or leave-one-out) CV of :class:`PSDRegressor` over kernels x
+bandwidths (multiples of the data's scale) x ``lam2`` (a regularization path, fitted from
+large to small ``lam2`` with warm starts), then a refit of the best candidate on all the
+data, as scikit-learn's ``RidgeCV`` / ``LassoCV``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from joblib import Parallel, delayed
+from numpy.typing import ArrayLike
+from scipy.stats import rankdata
+from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import get_scorer
+from sklearn.model_selection import KFold, LeaveOneOut, ParameterGrid
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
+
+from psdsos._params import KERNEL_OPTIONS, Bool, Interval, resolve_kernel, validate_params
+from psdsos._validation import FloatArray, RandomStateLike, validate_data
+from psdsos.estimators._common import ITERATIVE_OPTIONS
+from psdsos.estimators._psd import PSDRegressor
+from psdsos.estimators._weights import check_sample_weight
+from psdsos.kernels import Kernel, scale_bandwidth
+
+__all__ = ["PSDRegressorCV"]
+
+#: The default grid.  Two smooth kernels (a smooth PSD-valued curve of time is the common
+#: case; "matern52" is the rougher of the two), bandwidths of a quarter to twice the data's
+#: scale (for times uniform on [0, T], scale = T / sqrt(24) ~ 0.2 T: from 0.05 T to 0.4 T,
+#: i.e. 2.5 to 20 sampling intervals at n = 50), and lam2 on a log grid from strong
+#: smoothing down to near-interpolation.
+DEFAULT_KERNELS = ("gaussian", "matern52")
+DEFAULT_SIGMAS = (0.25, 0.5, 1.0, 2.0)
+DEFAULT_LAM2S = (1e-2, 1e-4, 1e-6, 1e-8)
+
+
+class _PositiveGrid:
+    """A non-empty sequence of finite reals > 0."""
+
+    def check(self, name: str, value: Any, owner: str) -> None:
+        try:
+            vals = list(value)
+        except TypeError:
+            vals = []
+        if not vals:
+            raise ValueError(f"{name} of {owner} must be a non-empty sequence of numbers > 0, "
+                             f"got {value!r}")
+        for v in vals:
+            ok = isinstance(v, numbers.Real) and not isinstance(v, bool)
+            if not (ok and np.isfinite(float(v)) and float(v) > 0.0):
+                raise ValueError(f"{name} of {owner} must hold finite numbers > 0, got {v!r}")
+
+
+class _KernelGrid:
+    """A non-empty sequence of kernels, each a name or a Kernel object (``kernel`` of
+    PSDRegressor)."""
+
+    def check(self, name: str, value: Any, owner: str) -> None:
+        if isinstance(value, (str, Kernel)):
+            raise ValueError(f"{name} of {owner} must be a non-empty sequence of kernels "
+                             f"(names or Kernel objects), got {value!r}; write ({value!r},)")
+        try:
+            vals = list(value)
+        except TypeError:
+            vals = []
+        if not vals:
+            raise ValueError(f"{name} of {owner} must be a non-empty sequence of kernels "
+                             f"(names or Kernel objects), got {value!r}")
+        for v in vals:
+            KERNEL_OPTIONS.check(name, v, owner)
+
+
+class _Scoring:
+    """None, a scikit-learn scorer name, or a callable ``(estimator, X, y) -> float``."""
+
+    def check(self, name: str, value: Any, owner: str) -> None:
+        if value is None or callable(value):
+            return
+        if isinstance(value, str):
+            try:
+                get_scorer(value)
+            except ValueError as exc:
+                raise ValueError(f"{name} of {owner} must be None, a scikit-learn scorer name "
+                                 f"or a callable (estimator, X, y) -> float, got {value!r} "
+                                 "(pass PSD-geometry scorers as objects)") from exc
+            return
+        raise ValueError(f"{name} of {owner} must be None, a scikit-learn scorer name or a "
+                         f"callable (estimator, X, y) -> float, got {value!r}")
+
+
+def _neg_mse(estimator: Any, X: ArrayLike, y: ArrayLike) -> float:
+    """The default score: minus the mean squared Frobenius error of the predictions."""
+    P = np.asarray(estimator.predict(X), dtype=np.float64)
+    M = np.asarray(y, dtype=np.float64).reshape(P.shape)
+    R = (P - M).reshape(len(P), -1)
+    return -float(np.mean(np.sum(R * R, axis=1)))
+
+
+def _closed_form_init(kernel: Kernel, X: np.ndarray, M: np.ndarray,
+                      lam2: float) -> np.ndarray | None:
+    r"""The dual solution when the PSD constraint is inactive, else None.
+
+    Without the constraint (and lam1 = 0) eq. (11) with exact features is kernel ridge with
+    the kernel :math:`k^2` and ridge :math:`m\lambda_2`: :math:`F = \mathbf K_2 C`,
+    :math:`C = (\mathbf K_2 + m\lambda_2 I)^{-1}\mathbf M`, :math:`\mathbf B = \sum_i
+    \phi_i\phi_i^T\otimes C_i`; with the features invertible, B is PSD iff every C_i is.
+    Then it is the constrained optimum too, and :math:`\Gamma_i = (F_i - \mathbf M_i) / m`.
+    """
+    m, d = M.shape[0], M.shape[1]
+    K = np.asarray(kernel(X, X), dtype=np.float64)
+    A = K * K + m * lam2 * np.eye(m)
+    try:
+        C = np.linalg.solve(A, M.reshape(m, d * d)).reshape(M.shape)
+    except np.linalg.LinAlgError:
+        return None
+    C = (C + np.swapaxes(C, 1, 2)) / 2
+    if np.linalg.eigvalsh(C).min() < 0:
+        return None
+    F = np.einsum("ij,jab->iab", K * K, C)
+    return (F - M) / m
+
+
+def _fit_path(base: PSDRegressor, kernel: Any, sigma: float, lam2s: Sequence[float],
+              X: np.ndarray, M: np.ndarray, w: np.ndarray | None, train: np.ndarray,
+              test: np.ndarray, scorer: Callable[..., float],
+              closed_form: bool) -> list[tuple[float, float, float, int, bool, bool]]:
+    """One split, one (kernel, sigma): the lam2 path from large to small on one estimator
+    with ``warm_start=True``.  Per lam2 (in the order given): (score, fit time, score time,
+    iterations, converged, closed form applied)."""
+    est = clone(base).set_params(kernel=kernel, sigma=sigma, warm_start=True)
+    order = sorted(range(len(lam2s)), key=lambda i: -lam2s[i])
+    Xtr, Mtr = X[train], M[train]
+    wtr = None if w is None else w[train]
+    fitted_kernel = resolve_kernel(kernel, sigma, Xtr)
+    out: list[Any] = [None] * len(lam2s)
+    for i in order:
+        lam2 = float(lam2s[i])
+        est.set_params(lam2=lam2)
+        used = False
+        t0 = time.perf_counter()
+        if closed_form and Mtr.ndim == 3:
+            G = _closed_form_init(fitted_kernel, Xtr, Mtr, lam2)
+            if G is not None:
+                est.dual_coef_ = G
+                used = True
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            est.fit(Xtr, Mtr, sample_weight=wtr)
+        converged = not any(issubclass(c.category, ConvergenceWarning) for c in caught)
+        for c in caught:
+            if not issubclass(c.category, ConvergenceWarning):
+                warnings.warn_explicit(c.message, c.category, c.filename, c.lineno)
+        t1 = time.perf_counter()
+        score = float(scorer(est, X[test], M[test]))
+        out[i] = (score, t1 - t0, time.perf_counter() - t1, int(est.n_iter_), converged, used)
+    return out
+
+
+class PSDRegressorCV(RegressorMixin, BaseEstimator):
+    r""":class:`PSDRegressor` whose kernel, bandwidth and ``lam2`` are chosen by
+    cross-validation.
+
+    For every candidate :math:`(k, c, \lambda_2)` of ``kernels`` x ``sigmas`` (multiples
+    :math:`c` of :func:`psdsos.kernels.scale_bandwidth` of the training inputs,
+    :math:`\sigma = c\,\sigma_{\text{scale}}`) x ``lam2s``, the mean over the splits of
+    the score on the held-out samples of :class:`PSDRegressor` fitted on the others,
+    by default
+
+    .. math::
+
+        \text{score} = -\frac{1}{|T|}\sum_{i\in T}
+          \|F_{\mathbf B}(x_i) - \mathbf M_i\|_F^2,
+
+    the candidate of highest mean score is kept and refitted on all the data
+    (``best_estimator_``; :meth:`predict` is its).  The candidates, splits, scores and the
+    choice are those of scikit-learn's ``GridSearchCV`` over the same grid and splits
+    (ties go to the first candidate of ``cv_results_["params"]``); only the schedule
+    differs: per split and (kernel, bandwidth), the ``lam2`` values are fitted from the
+    largest to the smallest on one estimator with ``warm_start=True`` (each fit starts
+    from the previous dual solution), and where the PSD constraint is inactive (the
+    kernel-ridge solution with kernel :math:`k^2` is already PSD-valued: every
+    coefficient matrix PSD) the fit starts from that exact solution, which the solver
+    then only certifies.
+
+    Parameters
+    ----------
+    kernels : sequence of str or Kernel, default=("gaussian", "matern52")
+        The kernels tried (names as ``PSDRegressor``'s ``kernel``, or Kernel objects, whose
+        own bandwidth is then used for every ``sigmas`` entry).
+    sigmas : sequence of float > 0, default=(0.25, 0.5, 1.0, 2.0)
+        Bandwidths in multiples of the data's scale (``sigma="scale"`` of PSDRegressor);
+        for times uniform on [0, T] the scale is about 0.2 T.
+    lam2s : sequence of float > 0, default=(1e-2, 1e-4, 1e-6, 1e-8)
+        The Frobenius weights (the regularization path).
+    lam1 : float >= 0, default=0.0
+        The trace weight of every fit (not searched).
+    cv : int, "loo" or CV splitter, default=5
+        An int k: ``KFold(k, shuffle=True, random_state=random_state)``; ``"loo"``:
+        ``LeaveOneOut()``; or any object with ``split``.
+    scoring : None, str or callable, default=None
+        None: minus the mean squared Frobenius error (above; defined on test folds of one
+        sample).  A callable ``scoring(estimator, X, y) -> float`` (higher is better), e.g.
+        a scikit-learn scorer from ``make_scorer`` or the PSD-geometry scorers of
+        :mod:`psdsos.model_selection`; a string is a scikit-learn scorer name (those
+        accept 1-D targets only).
+    tol, max_iter : float, int, default=1e-7, 10000
+        Solver settings of the refit on all the data.
+    cv_tol : float, default=1e-5
+        Tolerance (relative duality gap) of the CV fits.
+    cv_max_iter : int, default=3000
+        Iterations of each CV fit (a fit stopped there keeps its score, that of a less
+        converged fit; counted in ``n_not_converged_``, one ConvergenceWarning).
+    n_jobs : int or None, default=None
+        Parallel jobs (joblib), one job per (split, kernel, bandwidth).
+    random_state : int, Generator or None, default=None
+        Shuffling of the folds (seed 0 when None: deterministic).
+    verbose : bool, default=False
+        Print the search's progress (one line per job) and timing.
+
+    Attributes
+    ----------
+    best_estimator_ : PSDRegressor
+        The best candidate refitted on all the data.
+    best_params_ : dict
+        Its ``kernel``, ``sigma`` (in the inputs' units) and ``lam2``.
+    best_sigma_factor_ : float
+        Its bandwidth in multiples of the data's scale.
+    best_score_ : float
+        Its mean CV score.
+    best_index_ : int
+        Its index in ``cv_results_["params"]``.
+    cv_results_ : dict
+        As scikit-learn's ``GridSearchCV`` (``params``, ``param_kernel``, ``param_sigma``,
+        ``param_lam2``, ``split<k>_test_score``, ``mean_test_score``, ``std_test_score``,
+        ``rank_test_score``, ``mean_fit_time``, ``std_fit_time``, ``mean_score_time``,
+        ``std_score_time``), plus ``mean_n_iter`` and ``n_not_converged`` per candidate.
+    n_splits_ : int
+    n_iter_ : int
+        Solver iterations of the refit.
+    n_outputs_ : int
+        d, the size of the predicted matrices.
+    n_not_converged_ : int
+        CV fits stopped at ``cv_max_iter``.
+    n_closed_form_ : int
+        CV fits started from the exact unconstrained solution (PSD constraint inactive).
+    search_time_, refit_time_ : float
+        Seconds.
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from psdsos import PSDRegressorCV
+    >>> from psdsos.datasets import make_bures_geodesic
+    >>> t, M = make_bures_geodesic(12, random_state=0)
+    >>> est = PSDRegressorCV(kernels=("gaussian",), sigmas=(0.5, 1.0), lam2s=(1e-2, 1e-4),
+    ...                      cv=3).fit(t, M)
+    >>> sorted(est.best_params_)
+    ['kernel', 'lam2', 'sigma']
+    >>> est.predict(t[:2]).shape
+    (2, 2, 2)
+    """
+
+    _parameter_constraints = {
+        "kernels": _KernelGrid(),
+        "sigmas": _PositiveGrid(),
+        "lam2s": _PositiveGrid(),
+        "lam1": Interval(numbers.Real, 0.0, None),
+        "scoring": _Scoring(),
+        "tol": ITERATIVE_OPTIONS["tol"],
+        "max_iter": ITERATIVE_OPTIONS["max_iter"],
+        "cv_tol": Interval(numbers.Real, 0.0, None, closed="neither"),
+        "cv_max_iter": Interval(numbers.Integral, 1, None),
+        "n_jobs": Interval(numbers.Integral, None, None, allow_none=True),
+        "random_state": ITERATIVE_OPTIONS["random_state"],
+        "verbose": Bool(),
+    }
+
+    def __init__(self, *, kernels: Sequence[str | Kernel] = DEFAULT_KERNELS,
+                 sigmas: Sequence[float] = DEFAULT_SIGMAS,
+                 lam2s: Sequence[float] = DEFAULT_LAM2S, lam1: float = 0.0, cv: Any = 5,
+                 scoring: str | Callable[..., float] | None = None, tol: float = 1e-7,
+                 max_iter: int = 10000, cv_tol: float = 1e-5, cv_max_iter: int = 3000,
+                 n_jobs: int | None = None, random_state: RandomStateLike = None,
+                 verbose: bool = False) -> None:
+        self.kernels = kernels
+        self.sigmas = sigmas
+        self.lam2s = lam2s
+        self.lam1 = lam1
+        self.cv = cv
+        self.scoring = scoring
+        self.tol = tol
+        self.max_iter = max_iter
+        self.cv_tol = cv_tol
+        self.cv_max_iter = cv_max_iter
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _splitter(self, n: int) -> Any:
+        cv = self.cv
+        if isinstance(cv, str):
+            if cv.lower() == "loo":
+                return LeaveOneOut()
+            raise ValueError(f"cv must be an int >= 2, 'loo' or a CV splitter, got {cv!r}")
+        if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
+            if not 2 <= int(cv) <= n:
+                raise ValueError(f"cv must be an int in [2, n_samples = {n}], 'loo' or a CV "
+                                 f"splitter, got {cv}")
+            seed = 0 if self.random_state is None else self.random_state
+            if isinstance(seed, np.random.Generator):
+                seed = int(seed.integers(2**31 - 1))
+            return KFold(int(cv), shuffle=True, random_state=seed)
+        if hasattr(cv, "split"):
+            return cv
+        raise ValueError(f"cv must be an int >= 2, 'loo' or a CV splitter (an object with "
+                         f"split), got {cv!r}")
+
+    def _scorer(self) -> Callable[..., float]:
+        if self.scoring is None:
+            return _neg_mse
+        if isinstance(self.scoring, str):
+            return get_scorer(self.scoring)
+        return self.scoring
+
+    def _base(self, tol: float, max_iter: int) -> PSDRegressor:
+        return PSDRegressor(lam1=self.lam1, tol=tol, max_iter=max_iter)
+
+    def fit(self, X: ArrayLike, y: ArrayLike,
+            sample_weight: ArrayLike | None = None) -> PSDRegressorCV:
+        """Search the grid by CV, then refit the best candidate on all the data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples, d, d) (or (n_samples,), as PSDRegressor)
+        sample_weight : array-like of shape (n_samples,), optional
+            Passed to every fit (the training rows' weights); the scores are unweighted.
+
+        Returns
+        -------
+        self
+        """
+        validate_params(self)
+        t_start = time.perf_counter()
+        Xv = validate_data(self, X, reset=True, dtype=np.float64, ensure_min_samples=2)
+        n = Xv.shape[0]
+        Mv, scalar = PSDRegressor()._validate_targets(y, n)
+        M = Mv[:, 0, 0] if scalar else Mv
+        w = None
+        if sample_weight is not None:  # checked as PSDRegressor does; every row kept here
+            check_sample_weight(sample_weight, Xv, M, min_positive=2)
+            w = _check_sample_weight(sample_weight, Xv)
+        folds = list(self._splitter(n).split(Xv, M))
+        scale = scale_bandwidth(Xv, w)
+        factor = {float(c) * scale: float(c) for c in self.sigmas}
+        sigmas = list(factor)
+        kernels = list(self.kernels)
+        lam2s = [float(v) for v in self.lam2s]
+        base = self._base(self.cv_tol, self.cv_max_iter)
+        scorer = self._scorer()
+        closed = self.lam1 == 0 and (w is None or bool(np.all(w == w[0])))
+        jobs = [(a, b, f) for a in range(len(kernels)) for b in range(len(sigmas))
+                for f in range(len(folds))]
+        results = Parallel(n_jobs=self.n_jobs, verbose=10 if self.verbose else 0)(
+            delayed(_fit_path)(base, kernels[a], sigmas[b], lam2s, Xv, M, w, folds[f][0],
+                               folds[f][1], scorer, closed) for a, b, f in jobs)
+        # cv_results_ in the order of ParameterGrid (GridSearchCV's)
+        grid = list(ParameterGrid({"kernel": list(range(len(kernels))),
+                                   "sigma": list(range(len(sigmas))),
+                                   "lam2": list(range(len(lam2s)))}))
+        nc = len(grid)
+        nf = len(folds)
+        table = np.empty((nc, nf, 6))
+        index = {(g["kernel"], g["sigma"], g["lam2"]): i for i, g in enumerate(grid)}
+        for (a, b, f), res in zip(jobs, results, strict=True):
+            for c, row in enumerate(res):
+                table[index[(a, b, c)], f] = row
+        params = [{"kernel": kernels[g["kernel"]], "lam2": lam2s[g["lam2"]],
+                   "sigma": sigmas[g["sigma"]]} for g in grid]
+        scores = table[:, :, 0]
+        mean = scores.mean(axis=1)
+        cv_results: dict[str, Any] = {}
+        for name in ("kernel", "lam2", "sigma"):
+            col = np.ma.MaskedArray(np.empty(nc, dtype=object), mask=False)
+            for i, p in enumerate(params):
+                col[i] = p[name]
+            cv_results[f"param_{name}"] = col
+        cv_results["params"] = params
+        for f in range(nf):
+            cv_results[f"split{f}_test_score"] = scores[:, f].copy()
+        cv_results["mean_test_score"] = mean
+        cv_results["std_test_score"] = scores.std(axis=1)
+        finite = np.where(np.isfinite(mean), mean, -np.inf)
+        # method="min" ranks, as GridSearchCV (non-finite scores last)
+        cv_results["rank_test_score"] = rankdata(-finite, method="min").astype(np.int32)
+        cv_results["mean_fit_time"] = table[:, :, 1].mean(axis=1)
+        cv_results["std_fit_time"] = table[:, :, 1].std(axis=1)
+        cv_results["mean_score_time"] = table[:, :, 2].mean(axis=1)
+        cv_results["std_score_time"] = table[:, :, 2].std(axis=1)
+        cv_results["mean_n_iter"] = table[:, :, 3].mean(axis=1)
+        cv_results["n_not_converged"] = np.sum(table[:, :, 4] == 0, axis=1)
+        self.cv_results_ = cv_results
+        self.n_splits_ = nf
+        self.n_not_converged_ = int(cv_results["n_not_converged"].sum())
+        self.n_closed_form_ = int(np.sum(table[:, :, 5]))
+        if not np.any(np.isfinite(mean)):
+            raise ValueError("every candidate of PSDRegressorCV has a non-finite CV score")
+        best = int(np.argmax(finite))
+        self.search_time_ = time.perf_counter() - t_start
+        if self.n_not_converged_:
+            warnings.warn(f"{self.n_not_converged_} of the {nc * nf} CV fits stopped at "
+                          f"cv_max_iter={self.cv_max_iter} before cv_tol={self.cv_tol} (their "
+                          "scores are those of less converged fits); raise cv_max_iter or "
+                          "cv_tol", ConvergenceWarning, stacklevel=2)
+        self.best_index_ = best
+        self.best_params_ = dict(params[best])
+        self.best_sigma_factor_ = factor[self.best_params_["sigma"]]
+        self.best_score_ = float(mean[best])
+        t_refit = time.perf_counter()
+        est = self._base(self.tol, self.max_iter).set_params(**self.best_params_)
+        self.best_estimator_ = est.fit(Xv, M, sample_weight=w)
+        self.refit_time_ = time.perf_counter() - t_refit
+        self.n_outputs_ = est.n_outputs_
+        self.n_iter_ = est.n_iter_
+        if self.verbose:
+            print(f"PSDRegressorCV: {nc} candidates x {nf} splits in {self.search_time_:.1f} s, "
+                  f"refit {self.refit_time_:.1f} s; best {self.best_params_}")
+        return self
+
+    def predict(self, X: ArrayLike) -> FloatArray:
+        """The refitted best estimator's :meth:`PSDRegressor.predict` (PSD matrices)."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict(X)
+
+    def score(self, X: ArrayLike, y: ArrayLike,
+              sample_weight: ArrayLike | None = None) -> float:
+        """The refitted best estimator's :meth:`PSDRegressor.score` (R^2 over all entries)."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.score(X, y, sample_weight=sample_weight)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.regressor_tags.poor_score = True
+        return tags
