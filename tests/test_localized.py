@@ -10,7 +10,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import psdsos
 from psdsos.kernels import scale_bandwidth
-from psdsos.structured import EuclideanSpace, LocalizedSELF, SELFEstimator, intra_locality
+from psdsos.structured import LocalizedSELF, SELFEstimator, intra_locality
 from psdsos.structured.parts import Blocks, Patches2D, Windows1D
 
 
@@ -44,8 +44,6 @@ def test_one_part_equals_self(output, kernel):
          "multiclass": np.digitize(t, [-0.5, 0.5])}[output]
     kw = dict(kernel=kernel, sigma=1.5, lam=1e-2, output=output)
     a = LocalizedSELF(**kw).fit(X, y)
-    if output == "euclidean":  # LocalizedSELF does not centre the targets, SELF by default does
-        kw["output"] = EuclideanSpace(center=False)
     b = SELFEstimator(**kw).fit(X, y)
     pa, pb = a.predict(Xt), b.predict(Xt)
     assert pa.shape == pb.shape
@@ -83,9 +81,8 @@ def test_universal_all_pairs_equals_separate_self_fits(output):
     model = LocalizedSELF("gaussian", sigma, lam=lam, parts=parts, output=output,
                           locality="universal").fit(X, Y)
     # block-diagonal K over the parts: (K0 + n|P| lam I) per part = SELF with lam' = |P| lam
-    out = EuclideanSpace(center=False) if output == "euclidean" else output  # not centred
     ref = np.column_stack([
-        SELFEstimator("gaussian", sigma, lam=P * lam, output=out).fit(X, Y[:, p])
+        SELFEstimator("gaussian", sigma, lam=P * lam, output=output).fit(X, Y[:, p])
         .predict(Xt) for p in range(P)])
     np.testing.assert_allclose(model.predict(Xt), ref, rtol=1e-9, atol=1e-11)
 
@@ -98,8 +95,7 @@ def test_universal_overlapping_windows_average_separate_fits():
     lam, P = 1e-2, parts.n_parts
     model = LocalizedSELF("gaussian", "scale", lam=lam, parts=parts,
                           locality="universal").fit(X, Y)
-    vals = np.stack([SELFEstimator("gaussian", "scale", lam=P * lam,
-                                   output=EuclideanSpace(center=False)).fit(
+    vals = np.stack([SELFEstimator("gaussian", "scale", lam=P * lam).fit(
         X, Y[:, parts.output_index[p]]).predict(Xt) for p in range(P)], axis=1)
     np.testing.assert_allclose(model.predict(Xt), parts.assemble(vals), rtol=1e-9,
                                atol=1e-11)

@@ -98,7 +98,7 @@ ADDED_META = {"ConvexRegressor": ("certificate",)}
 
 #: Output-space options added since (absent from the old files, which load with the value
 #: that keeps their predictions: EuclideanSpace's center=False).
-ADDED_SPACE_CONFIG = {"euclidean": {"center": True}}
+ADDED_SPACE_CONFIG = {"euclidean": {"center": False}}
 
 
 def _pop_added_space_config(new_meta, old_meta, check_default=False):

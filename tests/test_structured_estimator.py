@@ -87,12 +87,12 @@ def test_scores_solve_the_ridge_system(rng):
 
 def test_euclidean_self_equals_sklearn_kernel_ridge(rng):
     """SELF with Euclidean outputs is kernel ridge on the centred targets plus their mean
-    (EuclideanSpace(center=True), the default); center=False and KRLS are kernel ridge on
+    with EuclideanSpace(center=True); the default (center=False) and KRLS are kernel ridge on
     the targets as they are."""
     X = rng.uniform(-1, 1, (30, 2))
     Y = np.c_[np.sin(3 * X[:, 0]), X[:, 1] ** 2] + 5.0
     lam, sigma = 1e-3, 0.5
-    est = SELFEstimator(sigma=sigma, lam=lam).fit(X, Y)
+    est = SELFEstimator(sigma=sigma, lam=lam, output=EuclideanSpace(center=True)).fit(X, Y)
     mean = Y.mean(axis=0)
     kr = KernelRidge(alpha=len(X) * lam, kernel="rbf", gamma=1 / (2 * sigma**2))
     kr_c = clone(kr).fit(X, Y - mean)
@@ -102,11 +102,12 @@ def test_euclidean_self_equals_sklearn_kernel_ridge(rng):
     np.testing.assert_allclose(est.predict(Xt)[-1], mean, rtol=1e-12)  # shrinks to the mean
     np.testing.assert_allclose(est.output_space_.mean_, mean, rtol=1e-14)
     # 1-D targets give 1-D predictions, as a scikit-learn regressor
-    est1 = SELFEstimator(sigma=sigma, lam=lam).fit(X, Y[:, 0])
+    est1 = SELFEstimator(sigma=sigma, lam=lam, output=EuclideanSpace(center=True)).fit(
+        X, Y[:, 0])
     np.testing.assert_allclose(est1.predict(Xt), kr_c.predict(Xt)[:, 0] + mean[0], rtol=1e-8,
                                atol=1e-10)
     # uncentred: kernel ridge on Y, as KRLS with the unconstrained space
-    raw = SELFEstimator(sigma=sigma, lam=lam, output=EuclideanSpace(center=False)).fit(X, Y)
+    raw = SELFEstimator(sigma=sigma, lam=lam).fit(X, Y)
     np.testing.assert_allclose(raw.predict(Xt), clone(kr).fit(X, Y).predict(Xt), rtol=1e-8,
                                atol=1e-10)
     krls = KRLSEstimator(sigma=sigma, lam=lam).fit(X, Y)
@@ -118,7 +119,7 @@ def test_euclidean_self_equals_sklearn_kernel_ridge(rng):
 
 def test_euclidean_centring_on_linnerud_leave_one_out():
     """The issue's case: scikit-learn's linnerud (20 samples, 3 outputs, standardized
-    inputs), leave-one-out mean squared error.  Uncentred SELF (the former default) scored
+    inputs), leave-one-out mean squared error.  Uncentred SELF (the default) scored
     984 against 236 for predicting the training mean; centred it scores 338 with the
     default lam, and with a large lam it is the mean predictor (the uncentred one predicts
     0 there)."""
@@ -135,12 +136,13 @@ def test_euclidean_centring_on_linnerud_leave_one_out():
 
     mean_pred = np.array([np.delete(Y, i, axis=0).mean(axis=0) for i in range(len(Y))])
     mean_mse = float(np.mean((mean_pred - Y) ** 2))
-    centred, raw = loo_mse(), loo_mse(output=EuclideanSpace(center=False))
+    centred, raw = loo_mse(output=EuclideanSpace(center=True)), loo_mse()
     assert mean_mse == pytest.approx(235.74, abs=0.01)
     assert raw == pytest.approx(984.2, abs=0.1)
     assert centred < 0.4 * raw and centred == pytest.approx(337.8, abs=0.1)
-    assert loo_mse(lam=1e6) == pytest.approx(mean_mse, rel=1e-5)
-    assert loo_mse(lam=1e6, output=EuclideanSpace(center=False)) > 10 * mean_mse
+    assert loo_mse(lam=1e6, output=EuclideanSpace(center=True)) == pytest.approx(
+        mean_mse, rel=1e-5)
+    assert loo_mse(lam=1e6) > 10 * mean_mse
 
 
 def test_euclidean_center_option_saved_and_old_configs_uncentred(tmp_path, rng):
@@ -152,7 +154,7 @@ def test_euclidean_center_option_saved_and_old_configs_uncentred(tmp_path, rng):
         cfg = EuclideanSpace(center=center).to_config()
         assert cfg["center"] is center and EuclideanSpace.from_config(cfg).center is center
     X, Y = rng.normal(size=(12, 2)), rng.normal(size=(12, 2)) + 4.0
-    est = SELFEstimator(sigma=0.7).fit(X, Y)
+    est = SELFEstimator(sigma=0.7, output=EuclideanSpace(center=True)).fit(X, Y)
     est.save(tmp_path / "m.npz")
     back = psdsos.load(tmp_path / "m.npz")
     assert back.output_space_.center is True

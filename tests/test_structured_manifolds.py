@@ -137,18 +137,18 @@ def test_project_box_and_psd(rng):
 # Euclidean space
 # ---------------------------------------------------------------------------------------
 def test_euclidean_decode_is_kernel_ridge(rng):
-    """Centred (default): mean + A (Y - mean) = A Y + (1 - sum A) mean; center=False: A Y."""
+    """Centred: mean + A (Y - mean) = A Y + (1 - sum A) mean; center=False (default): A Y."""
     Y = rng.normal(size=(7, 3)) + 3.0
     A = rng.normal(size=(4, 7))  # signed, unnormalized weights used as they are
-    sp = EuclideanSpace().fit(Y)
+    sp = EuclideanSpace(center=True).fit(Y)
     m = Y.mean(axis=0)
     np.testing.assert_allclose(sp.decode(A), A @ Y + (1 - A.sum(axis=1))[:, None] * m,
                                rtol=1e-13)
     np.testing.assert_allclose(sp.decode(np.zeros((1, 7))), m[None], rtol=1e-15)
-    np.testing.assert_allclose(EuclideanSpace(center=False).fit(Y).decode(A), A @ Y,
+    np.testing.assert_allclose(EuclideanSpace().fit(Y).decode(A), A @ Y,
                                rtol=1e-13)
     assert sp.decode_methods == ("closed_form",)
-    sp1 = EuclideanSpace().fit(Y[:, 0])
+    sp1 = EuclideanSpace(center=True).fit(Y[:, 0])
     out = sp1.decode(A)
     assert out.shape == (4,)
     np.testing.assert_allclose(out, A @ Y[:, 0] + (1 - A.sum(axis=1)) * m[0])
@@ -177,7 +177,7 @@ def test_euclidean_cvxpy_matches_closed_form_projection(rng, constraint):
     assert sp.cvxpy_problem()[0] is prob  # built once
     P = sp.decode(A)
     assert sp.cvxpy_problem()[0] is prob
-    Z = Y.mean(axis=0) + np.tensordot(A, Y - Y.mean(axis=0), axes=(1, 0))  # centred
+    Z = np.tensordot(A, Y, axes=(1, 0))
     np.testing.assert_allclose(P, ref(Z), atol=1e-6)
     np.testing.assert_allclose(sp.decode(A, method="closed_form"), ref(Z), atol=1e-12)
     # the PSD constraint also accepts row-vectorized matrices, returned in that format

@@ -137,9 +137,7 @@ class LocalizedSELF(_PartsKernel, SavedEstimator, BaseEstimator):
         Ridge parameter lambda > 0 of eq. 9 (the system is :math:`\mathbf K + m\lambda I`).
     parts : Blocks, Windows1D, Patches2D or None, default=None
         The parts (:mod:`psdsos.structured.parts`); None: one part holding the whole input
-        and output (then the estimator equals :class:`~psdsos.structured.SELFEstimator`;
-        for "euclidean" with ``EuclideanSpace(center=False)``: the elements' decoding is not
-        centred).
+        and output (then the estimator equals :class:`~psdsos.structured.SELFEstimator`).
     output : str or OutputSpace, default="euclidean"
         Space of the output *elements*: "euclidean" (real entries; an EuclideanSpace with
         ``constraint="box"`` is clipped to its box), "orientation" (angles), "multiclass"

@@ -28,7 +28,8 @@ by the Euclidean projection onto the constraint set :math:`\mathcal C`.  This is
 weights (no negative-weight policy needed) and a convex problem for every convex
 :math:`\mathcal C`.
 
-Centred targets (``center=True``, the default).  Kernel ridge without an intercept shrinks
+Centred targets (``center=True``; the default, ``False``, is the papers' estimator and
+scikit-learn's ``KernelRidge``).  Kernel ridge without an intercept shrinks
 its predictions towards 0 (far from the data, or with a large lam, it predicts 0 whatever
 the targets), which is not what users of a regressor expect; the conditional mean of
 :math:`\psi(y)` is estimated instead on the centred targets :math:`y_i - \bar y`,
@@ -113,13 +114,14 @@ class EuclideanSpace(OutputSpace):
 
     the SELF estimator of the squared loss (see the module docstring: the coefficient of
     :math:`\|y\|^2` in eq. 2 is the conditional mean of 1, taken exactly), i.e. kernel ridge
-    regression projected onto :math:`\mathcal C`; by default on centred targets,
+    regression projected onto :math:`\mathcal C`; with ``center=True`` on centred targets,
     :math:`\Pi_{\mathcal C}(\bar y + \sum_i \alpha_i(x)(y_i - \bar y))` with
-    :math:`\bar y` the mean of the training outputs (``center``).
+    :math:`\bar y` the mean of the training outputs.
 
     Negative-weight policy: none needed.  The decoding is affine in alpha before the
     projection, so signed weights and weights that do not sum to one are used as they are
-    (the same prediction as kernel ridge regression, eq. 9, on centred targets).
+    (the same prediction as kernel ridge regression, eq. 9; on centred targets with
+    ``center=True``).
 
     Parameters
     ----------
@@ -134,13 +136,15 @@ class EuclideanSpace(OutputSpace):
         CVXPY solver of the "cvxpy" decoding.
     tol : float, default=1e-9
         Solver tolerance of the "cvxpy" decoding.
-    center : bool, default=True
-        Decode kernel ridge on the centred targets plus their mean (module docstring):
-        ``SELFEstimator(output="euclidean")`` equals scikit-learn's ``KernelRidge`` fitted
-        on ``y - y.mean(axis=0)`` plus ``y.mean(axis=0)``.  False: the uncentred
-        :math:`\Pi_{\mathcal C}(\sum_i \alpha_i y_i)`, ``KernelRidge`` on ``y`` (models
-        saved before this option load with False, and predict as they did).  The per-element
-        decoding of :class:`~psdsos.structured.LocalizedSELF` is not centred.
+    center : bool, default=False
+        False: the papers' uncentred :math:`\Pi_{\mathcal C}(\sum_i \alpha_i y_i)`:
+        ``SELFEstimator(output="euclidean")`` equals scikit-learn's ``KernelRidge`` on ``y``
+        (models saved before this option load with False).  True: kernel ridge on the
+        centred targets plus their mean (module docstring), ``KernelRidge`` fitted on
+        ``y - y.mean(axis=0)`` plus ``y.mean(axis=0)``, which shrinks towards the mean
+        instead of 0: what a regressor without an intercept usually needs (pass
+        ``output=EuclideanSpace(center=True)``).  The per-element decoding of
+        :class:`~psdsos.structured.LocalizedSELF` is not centred.
 
     Attributes
     ----------
@@ -164,10 +168,10 @@ class EuclideanSpace(OutputSpace):
     --------
     >>> import numpy as np
     >>> from psdsos.structured import EuclideanSpace
-    >>> space = EuclideanSpace("simplex", center=False).fit(np.eye(3))
+    >>> space = EuclideanSpace("simplex").fit(np.eye(3))
     >>> space.decode(np.array([[0.9, 0.6, -0.2]]), method="closed_form").round(3)
     array([[0.65, 0.35, 0.  ]])
-    >>> centred = EuclideanSpace().fit(np.array([[1.0], [3.0]]))
+    >>> centred = EuclideanSpace(center=True).fit(np.array([[1.0], [3.0]]))
     >>> centred.decode(np.array([[0.0, 0.0], [0.5, 0.5]]))  # alpha = 0: the mean
     array([[2.],
            [2.]])
@@ -177,7 +181,7 @@ class EuclideanSpace(OutputSpace):
     symmetric_loss = True
 
     def __init__(self, constraint: str | None = None, *, lo: float = 0.0, hi: float = 1.0,
-                 solver: str = "CLARABEL", tol: float = 1e-9, center: bool = True) -> None:
+                 solver: str = "CLARABEL", tol: float = 1e-9, center: bool = False) -> None:
         self.constraint = constraint
         self.lo = lo
         self.hi = hi
