@@ -112,6 +112,9 @@ def test_gaussian_hessian_curvatures_match_finite_differences(rng):
         # T[n, s, p, q] = d_s d_p d_q f; Q[n, p, q, r, s] = d_p d_q d_r d_s f
         np.testing.assert_allclose(np.moveaxis((Tp - Tm) / (2 * step), 1, -1),
                                    Q[:, :, :, r, :], atol=1e-7)
+    # the kernel's own fourth derivatives, contracted with a
+    np.testing.assert_allclose(Q, np.einsum("nmpqrs,m->npqrs", kernel.hessian_hessian(X, C), a),
+                               atol=1e-12)
     # symmetric in its four indices
     np.testing.assert_allclose(Q, np.transpose(Q, (0, 2, 1, 3, 4)), atol=1e-13)
     np.testing.assert_allclose(Q, np.transpose(Q, (0, 3, 2, 1, 4)), atol=1e-13)

@@ -25,6 +25,16 @@ ITERATIVE_OPTIONS: dict[str, Any] = {
 }
 
 
+def cv_seed(random_state: Any) -> Any:
+    """The seed of the shuffled ``KFold`` a CV estimator builds from ``cv=int``: 0 when
+    ``random_state`` is None (reproducible folds by default), an int drawn from a Generator,
+    else ``random_state`` itself."""
+    seed = 0 if random_state is None else random_state
+    if isinstance(seed, np.random.Generator):
+        seed = int(seed.integers(2**31 - 1))
+    return seed
+
+
 def fitted_input(est: Any, X: ArrayLike, attribute: str) -> np.ndarray:
     """X validated against the fit of ``est`` (same number of features), after checking that
     ``est`` is fitted (has ``attribute``)."""

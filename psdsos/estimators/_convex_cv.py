@@ -29,7 +29,7 @@ from sklearn.utils.validation import check_is_fitted
 from psdsos._params import KERNEL_OPTIONS, Bool, Interval, validate_params
 from psdsos._validation import FloatArray, RandomStateLike
 from psdsos.estimators import _convex_fit as fit_paths
-from psdsos.estimators._common import ITERATIVE_OPTIONS
+from psdsos.estimators._common import ITERATIVE_OPTIONS, cv_seed
 from psdsos.estimators._convex import ConvexRegressor
 from psdsos.estimators._convex_certify import RELATIVE_DEFICIT_TOL, NonConvexFitWarning
 from psdsos.estimators._convex_fit import check_fit_input
@@ -331,10 +331,7 @@ class ConvexRegressorCV(RegressorMixin, BaseEstimator):
         self.verbose = verbose
 
     def _seed(self) -> int:
-        seed = 0 if self.random_state is None else self.random_state
-        if isinstance(seed, np.random.Generator):
-            seed = int(seed.integers(2**31 - 1))
-        return int(seed)
+        return int(cv_seed(self.random_state))
 
     def _splitter(self, n: int) -> Any:
         cv = self.cv

@@ -26,7 +26,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from psdsos._params import KERNEL_OPTIONS, Bool, Interval, resolve_kernel, validate_params
 from psdsos._validation import FloatArray, RandomStateLike, validate_data
-from psdsos.estimators._common import ITERATIVE_OPTIONS
+from psdsos.estimators._common import ITERATIVE_OPTIONS, cv_seed
 from psdsos.estimators._psd import PSDRegressor
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.kernels import Kernel, scale_bandwidth
@@ -316,10 +316,7 @@ class PSDRegressorCV(RegressorMixin, BaseEstimator):
             if not 2 <= int(cv) <= n:
                 raise ValueError(f"cv must be an int in [2, n_samples = {n}], 'loo' or a CV "
                                  f"splitter, got {cv}")
-            seed = 0 if self.random_state is None else self.random_state
-            if isinstance(seed, np.random.Generator):
-                seed = int(seed.integers(2**31 - 1))
-            return KFold(int(cv), shuffle=True, random_state=seed)
+            return KFold(int(cv), shuffle=True, random_state=cv_seed(self.random_state))
         if hasattr(cv, "split"):
             return cv
         raise ValueError(f"cv must be an int >= 2, 'loo' or a CV splitter (an object with "

@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from psdsos._params import Bool, Interval, validate_params
 from psdsos._validation import FloatArray, RandomStateLike
-from psdsos.estimators._common import ITERATIVE_OPTIONS
+from psdsos.estimators._common import ITERATIVE_OPTIONS, cv_seed
 from psdsos.estimators._convex_fit import check_fit_input
 from psdsos.estimators._shape import (
     SHAPE_OPTIONS,
@@ -274,11 +274,7 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
             if not 2 <= int(cv) <= n:
                 raise ValueError(f"cv must be an int in [2, n_samples = {n}] or a CV splitter, "
                                  f"got {cv}")
-            rs = self.random_state
-            seed = 0 if rs is None else rs
-            if isinstance(seed, np.random.Generator):
-                seed = int(seed.integers(2**31 - 1))
-            return KFold(int(cv), shuffle=True, random_state=seed)
+            return KFold(int(cv), shuffle=True, random_state=cv_seed(self.random_state))
         if hasattr(cv, "split") and not isinstance(cv, str):
             return cv
         raise ValueError(f"cv must be an int >= 2 or a CV splitter (an object with split), "

