@@ -3,20 +3,33 @@
 The issue's search: 3 kernels (gaussian, matern52, matern32) x 4 bandwidths (0.25, 0.5, 1, 2
 times the data's scale) x 4 lam2 (1e-2, 1e-4, 1e-6, 1e-8) = 48 candidates, leave-one-out on
 50 samples of a smooth 3 x 3 PSD-valued curve of time plus symmetric noise, one BLAS thread
-(threadpoolctl), wall seconds on a possibly shared machine.
+(threadpoolctl), wall seconds on a possibly shared machine.  Side by side, in one process, on
+the same folds:
 
-* before: scikit-learn's ``GridSearchCV(PSDRegressor(), ...)``, every fit cold at the
-  default tol = 1e-7;
-* after: :class:`psdsos.PSDRegressorCV` (lam2 path with warm starts, closed-form starts
-  where the PSD constraint is inactive, cv_tol = 1e-5, cv_max_iter = 3000).
+* before: the previous schedule of :class:`psdsos.PSDRegressorCV`: per split and (kernel,
+  bandwidth) the lam2 path from large to small with warm starts, every fit by the
+  accelerated gradient dual solver (``solve_dual(method="apg")``), cv_tol = 1e-5,
+  cv_max_iter = 3000;
+* after: :class:`psdsos.PSDRegressorCV` now: the lam2 path fitted once on all the data by
+  quasi-Newton steps (``method="lbfgs"``: L-BFGS-B in the metric of the dual's generalized
+  Hessian), and every fold started from that solution moved to the fold, with the
+  full-data Hessian as its first metric; each fit stops on its own relative duality gap
+  cv_tol = 1e-5 as before;
+* a reference: scikit-learn's ``GridSearchCV(PSDRegressor(tol=1e-5))`` (cold fits, the
+  default dual path), for the scores and the choice.
 
 A full leave-one-out search is 2400 fits; both are timed on ``--folds`` of the 50 folds (the
-same held-out samples) and the time per fold is extrapolated to 50 (stated in the table).
+same held-out samples) and extrapolated to 50: the time per fold times 50, plus (after) the
+fits on all the data, which do not grow with the folds; both plus the refit.  Per lam2: the
+mean evaluations (eigendecompositions of the dual's size-150 matrix) and Hessians per fit,
+the time per fit and per evaluation, the fits stopped at cv_max_iter.
 
 Usage::
 
-    python benchmarks/psd_cv.py                 # --folds 2 (several minutes)
+    python benchmarks/psd_cv.py                 # --folds 2 (before: several minutes)
     python benchmarks/psd_cv.py --folds 50      # the full search, no extrapolation
+    python benchmarks/psd_cv.py --no-before     # after and the reference only
+    python benchmarks/psd_cv.py --folds 50 --no-before --no-reference   # after, full LOO
     python benchmarks/psd_cv.py --quick         # tiny sizes (CI keeps it from rotting)
 """
 
@@ -71,14 +84,55 @@ def neg_mse(est, X, y):
     return -float(np.mean(np.sum((P - y) ** 2, axis=(1, 2))))
 
 
+class _APGRegressor(PSDRegressor):
+    """PSDRegressor whose dual path is the accelerated gradient method only (before)."""
+
+    _dual_method = "apg"
+
+
+class _BeforeCV(PSDRegressorCV):
+    """The previous schedule: each split's own warm-started lam2 path, accelerated
+    gradient fits."""
+
+    _start_folds_from_full_fit = False
+
+    def _base(self, tol, max_iter):
+        return _APGRegressor(lam1=self.lam1, tol=tol, max_iter=max_iter)
+
+
+def _per_lam2(est, lam2s):
+    """Per lam2, over the CV fits: mean evaluations, Hessians, fit seconds, seconds per
+    evaluation, fits stopped at cv_max_iter."""
+    r = est.cv_results_
+    out = {}
+    for lam2 in lam2s:
+        sel = [i for i, p in enumerate(r["params"]) if p["lam2"] == lam2]
+        it = float(np.mean(r["mean_n_iter"][sel]))
+        ft = float(np.mean(r["mean_fit_time"][sel]))
+        out[lam2] = (it, float(np.mean(r["mean_n_hessian"][sel])), ft, ft / max(it, 1e-12),
+                     int(np.sum(r["n_not_converged"][sel])))
+    return out
+
+
+def _scores(est):
+    return {tuple(sorted((k, str(v)) for k, v in p.items())): s for p, s in
+            zip(est.cv_results_["params"], est.cv_results_["mean_test_score"], strict=True)}
+
+
+def _max_rel(a, b):
+    return max(abs(a[k] - b[k]) / max(abs(b[k]), 1e-12) for k in b)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--folds", type=int, default=2)
+    ap.add_argument("--no-before", action="store_true")
+    ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     if args.quick:
-        n, kernels, factors, lam2s, nfold = 12, ["gaussian"], [1.0], [1e-2, 1e-4], 2
+        n, kernels, factors, lam2s, nfold = 12, ["gaussian"], [1.0], [1e-2, 1e-6], 2
     else:
         n, kernels, factors = 50, ["gaussian", "matern52", "matern32"], [0.25, 0.5, 1.0, 2.0]
         lam2s, nfold = [1e-2, 1e-4, 1e-6, 1e-8], args.folds
@@ -87,47 +141,52 @@ def main():
     s = scale_bandwidth(X)
     grid = {"kernel": kernels, "sigma": [f * s for f in factors], "lam2": lam2s}
     ncand = len(kernels) * len(factors) * len(lam2s)
+    scale = n / nfold
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.processor()}, "
           f"load average {os.getloadavg()[0]:.2f}, python {platform.python_version()}")
     print(f"data: n = {n}, d = 3; {ncand} candidates; leave-one-out timed on {nfold} of "
-          f"{n} folds (held out: {held.tolist()}), extrapolated x {n / nfold:.1f}")
-    rows = []
+          f"{n} folds (held out: {held.tolist()}), extrapolated x {scale:.1f}")
+    kw = dict(kernels=kernels, sigmas=factors, lam2s=lam2s, cv=SomeLOO(held))
+    runs = {}
     with threadpool_limits(1), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         t0 = time.perf_counter()
-        ref = GridSearchCV(PSDRegressor(), grid, cv=SomeLOO(held), scoring=neg_mse,
-                           refit=False).fit(X, M)
-        t_before = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        est = PSDRegressorCV(kernels=kernels, sigmas=factors, lam2s=lam2s,
-                             cv=SomeLOO(held)).fit(X, M)
-        t_after = time.perf_counter() - t0
-    ours = {tuple(sorted(p.items(), key=lambda kv: kv[0])): v for p, v in
-            zip(est.cv_results_["params"], est.cv_results_["mean_test_score"], strict=True)}
-    def rel(p, v):
-        return abs(ours[tuple(sorted(p.items(), key=lambda kv: kv[0]))] - v) / max(abs(v), 1e-12)
-
-    pairs = list(zip(ref.cv_results_["params"], ref.cv_results_["mean_test_score"], strict=True))
-    diff = max(rel(p, v) for p, v in pairs)
-    # lam2 >= 1e-4: fits that converge on both sides (the smaller lam2 stop at max_iter)
-    diff_conv = max(rel(p, v) for p, v in pairs if p["lam2"] >= 1e-4)
-    scale = n / nfold
-    rows.append(("GridSearchCV(PSDRegressor()), cold, tol 1e-7", t_before, t_before * scale,
-                 str(ref.best_params_)))
-    full_after = est.search_time_ * scale + est.refit_time_
-    rows.append(("PSDRegressorCV (cv_tol 1e-5)", t_after, full_after, str(est.best_params_)))
-    lines = ["| search | seconds on the timed folds | est. seconds, full LOO | best |",
-             "|---|---|---|---|"]
-    lines += [f"| {a} | {b:.1f} | {c:.0f} | {d} |" for a, b, c, d in rows]
-    lines.append(f"\nmax relative difference of the mean CV scores: {diff:.2e} (lam2 >= 1e-4: "
-                 f"{diff_conv:.2e}); "
-                 f"CV fits stopped at cv_max_iter: {est.n_not_converged_}; closed-form starts: "
-                 f"{est.n_closed_form_}")
-    per = est.cv_results_["mean_fit_time"]
-    lam2_of = [p["lam2"] for p in est.cv_results_["params"]]
-    lines.append("mean fit time per lam2 (PSDRegressorCV): " + ", ".join(
-        f"{lam2:g}: {np.mean([t for v, t in zip(lam2_of, per, strict=True) if v == lam2]):.2f} s"
-        for lam2 in lam2s))
+        ref = None if args.no_reference else GridSearchCV(
+            PSDRegressor(tol=1e-5, max_iter=3000), grid, cv=SomeLOO(held), scoring=neg_mse,
+            refit=False).fit(X, M)
+        t_ref = time.perf_counter() - t0
+        if not args.no_before:
+            runs["before"] = _BeforeCV(**kw).fit(X, M)
+        runs["after"] = PSDRegressorCV(**kw).fit(X, M)
+    lines = ["| search | seconds, timed folds | est. seconds, full LOO | fits at cv_max_iter "
+             "| max rel. diff. of mean CV scores vs reference | best |",
+             "|---|---|---|---|---|---|"]
+    theirs = None if ref is None else _scores(ref)
+    if ref is not None:
+        lines.append(f"| GridSearchCV(PSDRegressor(tol=1e-5)), cold (reference) | {t_ref:.1f} "
+                     f"| {t_ref * scale:.0f} | | | {ref.best_params_} |")
+    full = {}
+    for name, est in runs.items():
+        fixed = est._full_fit_time  # the fits on all the data (after): not per fold
+        full[name] = fixed + (est.search_time_ - fixed) * scale + est.refit_time_
+        lines.append(f"| {name}: {type(est).__name__} | {est.search_time_ + est.refit_time_:.1f}"
+                     f" | {full[name]:.0f} | {est.n_not_converged_} | "
+                     f"{'' if theirs is None else f'{_max_rel(_scores(est), theirs):.1e}'} | "
+                     f"{est.best_params_} |")
+    if len(runs) == 2:
+        lines.append(f"\nratio before / after, full LOO: {full['before'] / full['after']:.1f}; "
+                     f"same choice: {runs['before'].best_params_ == runs['after'].best_params_}"
+                     f"; after's fits on all the data (once): {runs['after']._full_fit_time:.1f} s")
+    lines += ["\nper lam2, mean over the CV fits: evaluations (eigendecompositions) / Hessians "
+              "per fit, seconds per fit, ms per evaluation, fits stopped at cv_max_iter", "",
+              "| lam2 | " + " | ".join(runs) + " |", "|---|" + "---|" * len(runs)]
+    stats = {name: _per_lam2(est, lam2s) for name, est in runs.items()}
+    for lam2 in lam2s:
+        cells = []
+        for name in runs:
+            it, nh, ft, per, nc = stats[name][lam2]
+            cells.append(f"{it:.1f} / {nh:.2f}, {ft:.3f} s, {1e3 * per:.2f} ms, {nc}")
+        lines.append(f"| {lam2:g} | " + " | ".join(cells) + " |")
     text = "\n".join(lines)
     print(text)
     if args.out:

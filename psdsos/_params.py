@@ -14,11 +14,19 @@ import numbers
 
 import numpy as np
 
-from psdsos.kernels import Kernel, get_kernel, kernel_names, scale_bandwidth
+from psdsos.kernels import (
+    Kernel,
+    check_feature_scales,
+    get_kernel,
+    kernel_aliases,
+    kernel_names,
+    scale_bandwidth,
+)
+from psdsos.kernels._registry import canonical_kernel_name
 from psdsos.losses import loss_names
 
 __all__ = ["Interval", "Options", "Bool", "Verbose", "RandomState", "validate_params",
-           "Bandwidth", "resolve_kernel"]
+           "Bandwidth", "resolve_kernel", "warn_feature_scales"]
 
 
 class Interval:
@@ -53,17 +61,26 @@ class Interval:
 
 
 class Options:
-    """One of a set of strings (case-insensitive), optionally also instances of ``types``."""
+    """One of a set of strings, optionally also instances of ``types``.
 
-    def __init__(self, options, types=(), allow_none=False):
+    Exact spelling unless ``ignore_case`` (the CVXPY solver names, which the estimators
+    upper-case before use): an estimator compares its option with ``==``, so a spelling
+    accepted here but not recognised there would silently take another branch.
+    """
+
+    def __init__(self, options, types=(), allow_none=False, ignore_case=False):
         self.options, self.types, self.allow_none = tuple(options), tuple(types), allow_none
+        self.ignore_case = ignore_case
 
     def check(self, name, value, owner):
         if value is None and self.allow_none:
             return
         if self.types and isinstance(value, self.types):
             return
-        if isinstance(value, str) and value.lower() in [o.lower() for o in self.options]:
+        if isinstance(value, str) and value in self.options:
+            return
+        if (self.ignore_case and isinstance(value, str)
+                and value.lower() in [o.lower() for o in self.options]):
             return
         extra = f" or a {' / '.join(t.__name__ for t in self.types)} instance" if self.types else ""
         raise ValueError(
@@ -114,17 +131,20 @@ class _RadialKernelOptions(Options):
     (the SELF estimators) also the Gram-only kernels."""
 
     def __init__(self, radial_only=True):
-        super().__init__((), types=(Kernel,))
+        # the registry looks names up in lower case
+        super().__init__((), types=(Kernel,), ignore_case=True)
         self.radial_only = radial_only
 
     def check(self, name, value, owner):
         radial = kernel_names()
         gram_only = [n for n in kernel_names(radial_only=False) if n not in radial]
         gram_types = tuple(type(get_kernel(n)) for n in gram_only)
-        self.options = radial if self.radial_only else (*radial, *gram_only)
+        names = radial if self.radial_only else (*radial, *gram_only)
+        # aliases ("rbf": scikit-learn's name of the Gaussian kernel) after the names
+        self.options = (*names, *(a for a, n in kernel_aliases().items() if n in names))
         self.types = (Kernel,) if self.radial_only else (Kernel, *gram_types)
         if self.radial_only and (isinstance(value, gram_types) or (
-                isinstance(value, str) and value.lower() in gram_only)):
+                isinstance(value, str) and canonical_kernel_name(value) in gram_only)):
             kind = (value if isinstance(value, str) else value.name).lower()
             raise ValueError(
                 f"{name} of {owner} must be one of {list(self.options)} or a Kernel instance, "
@@ -142,7 +162,7 @@ class _LossOptions(Options):
     ``types``."""
 
     def __init__(self, parameters, convex_regression=False, types=()):
-        super().__init__((), types=types)
+        super().__init__((), types=types, ignore_case=True)  # looked up in lower case
         self.parameters, self.convex_regression = tuple(parameters), convex_regression
 
     def check(self, name, value, owner):
@@ -180,8 +200,25 @@ def resolve_kernel(kernel, sigma, X, sample_weight=None):
     allow it, checked before) ignores sigma."""
     if not isinstance(kernel, str):  # a kernel object (its type checked by the options)
         return kernel
-    if kernel.lower() not in kernel_names():
+    if canonical_kernel_name(kernel) not in kernel_names():
         return get_kernel(kernel)
     if isinstance(sigma, str) and sigma == "scale":
         sigma = scale_bandwidth(X, sample_weight)
     return get_kernel(kernel, sigma)
+
+
+def warn_feature_scales(estimator, kernel, X):
+    """:func:`psdsos.kernels.check_feature_scales` of the training ``X`` (validated) when
+    ``kernel`` (a name, a list of names as ``PSDRegressorCV``'s ``kernels``, or kernel objects)
+    has a bandwidth shared by the features: a radial kernel (a :class:`Kernel`, whose
+    ``k(x, y) = kappa(||x - y|| / sigma)`` is isotropic).  Gram-only kernels ("linear") have no
+    bandwidth and are not checked.  The features are named by ``feature_names_in_`` when the
+    estimator was fitted on a DataFrame.  Called once per ``fit`` (a CV estimator calls it
+    itself and silences its inner fits)."""
+    kernels = list(kernel) if isinstance(kernel, (list, tuple)) else [kernel]
+    if not any(isinstance(k, Kernel) or (isinstance(k, str)
+                                         and canonical_kernel_name(k) in kernel_names())
+               for k in kernels):
+        return
+    check_feature_scales(X, owner=type(estimator).__name__,
+                         feature_names=getattr(estimator, "feature_names_in_", None))

@@ -108,7 +108,10 @@ def test_psd_regressor_verbose_prints_progress_to_stderr(capsys):
     out, err = capsys.readouterr()
     assert out == ""
     assert "PSDLeastSquares: 8 blocks of size 2 x 2" in err
-    assert re.search(r"iter +1 +rel\. gap \S+ +primal \S+ +step\*L \S+ +[\d.]+ s", err)
+    # accelerated gradient: its step; quasi-Newton (method="auto" at this conditioning):
+    # the generalized Hessians formed
+    assert re.search(r"iter +1 +rel\. gap \S+ +primal \S+ +(step\*L|hessians) \S+ +[\d.]+ s",
+                     err)
     assert "after" in err.strip().splitlines()[-1]
 
 

@@ -89,6 +89,9 @@ def test_registry_and_attributes():
         "scale_bandwidth",
         "register_kernel",
         "kernel_names",
+        "kernel_aliases",
+        "check_feature_scales",
+        "FeatureScaleWarning",
     }
 
 
@@ -366,7 +369,8 @@ def test_joint_derivative_gram_is_psd(X, sigma, name):
 # -------------------------------------------------------------------------- errors
 
 
-@pytest.mark.parametrize("bad", ["rbf", "laplace", "Matern", "", None, 3, RBF()])
+# "rbf" is accepted, an alias of "gaussian" (tests/test_conventions.py); "rbf2" is not
+@pytest.mark.parametrize("bad", ["rbf2", "laplace", "Matern", "", None, 3, RBF()])
 def test_unknown_kernel(bad):
     with pytest.raises(ValueError, match="kernel must be one of") as info:
         get_kernel(bad, sigma=1.0)

@@ -15,8 +15,11 @@ from sklearn.model_selection import GridSearchCV, KFold, LeaveOneOut
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from psdsos import PSDRegressor, PSDRegressorCV
-from psdsos.estimators._psd_cv import _closed_form_init
+from psdsos.estimators._psd import _target_exponent
+from psdsos.estimators._psd_cv import _closed_form_init, _fold_transfer
 from psdsos.kernels import get_kernel, scale_bandwidth
+from psdsos.solvers import solve_dual
+from psdsos.sos import PSDLeastSquares
 
 
 def _curve(n=16, d=2, noise=0.02, seed=0):
@@ -241,3 +244,126 @@ def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         check(estimator)
+
+
+# ---------------------------------------------------------------------------------------
+# PSDRegressorCV's folds started from the fits on all the data (quasi-Newton steps, the
+# full-data dual solution moved to each fold, its Hessian as the first metric): the same
+# selection as an exhaustive GridSearchCV of cold fits, down to lam2 = 1e-8, every fit
+# certified; the transfer of the dual solution keeps S = A*(Gamma); the previous schedule
+# (each split's own lam2 path) is still there and agrees.
+# ---------------------------------------------------------------------------------------
+FAST_GRID = {"kernels": ("gaussian", "matern32"), "sigmas": (0.5, 1.0),
+        "lam2s": (1e-2, 1e-4, 1e-6, 1e-8)}
+
+
+class _SplitLam2Paths(PSDRegressorCV):
+    """The previous schedule: each split's own warm-started lam2 path."""
+
+    _start_folds_from_full_fit = False
+
+
+@pytest.mark.parametrize("cv", ["loo", "kfold"])
+def test_fast_folds_equal_exhaustive_grid_search(cv):
+    X, M = _curve(n=12, noise=0.05)
+    folds = LeaveOneOut() if cv == "loo" else KFold(3, shuffle=True, random_state=0)
+    cv_tol = 1e-8
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # every fit certified
+        est = PSDRegressorCV(cv=folds, cv_tol=cv_tol, **FAST_GRID).fit(X, M)
+    assert est._fold_starts and est.n_not_converged_ == 0
+    assert np.all(est.cv_results_["mean_n_hessian"] >= 0)
+    s = scale_bandwidth(X)
+    grid = {"kernel": list(FAST_GRID["kernels"]), "sigma": [c * s for c in FAST_GRID["sigmas"]],
+            "lam2": list(FAST_GRID["lam2s"])}
+    ref = GridSearchCV(PSDRegressor(tol=cv_tol), grid, cv=folds, scoring=_neg_mse).fit(X, M)
+    ours = dict(zip(map(_key, est.cv_results_["params"]), est.cv_results_["mean_test_score"],
+                    strict=True))
+    theirs = dict(zip(map(_key, ref.cv_results_["params"]),
+                      ref.cv_results_["mean_test_score"], strict=True))
+    assert ours.keys() == theirs.keys()
+    for key, v in theirs.items():
+        assert ours[key] == pytest.approx(v, rel=100 * np.sqrt(cv_tol)), key
+    np.testing.assert_array_equal(est.cv_results_["rank_test_score"],
+                                  ref.cv_results_["rank_test_score"])
+    assert est.best_params_ == ref.best_params_
+
+
+def test_previous_schedule_agrees():
+    X, M = _curve(n=10, noise=0.05)
+    kw = dict(cv=3, cv_tol=1e-8, cv_max_iter=50000, kernels=("gaussian",), sigmas=(1.0,),
+              lam2s=(1e-2, 1e-4))
+    fast = PSDRegressorCV(**kw).fit(X, M)
+    slow = _SplitLam2Paths(**kw).fit(X, M)
+    assert fast._fold_starts and not slow._fold_starts
+    np.testing.assert_allclose(fast.cv_results_["mean_test_score"],
+                               slow.cv_results_["mean_test_score"], rtol=1e-2)
+    assert fast.best_params_ == slow.best_params_
+    # unequal sample weights: each split's own path (the weighted problem)
+    w = np.linspace(1.0, 2.0, len(X))
+    weighted = PSDRegressorCV(**kw).fit(X, M, sample_weight=w)
+    assert not weighted._fold_starts
+
+
+def test_transfer_keeps_the_negative_part():
+    """Moving the held-out blocks onto the training points (least squares in K o K) keeps
+    A*(Gamma): at small lam2 the fold's dual value at the moved point is far closer to its
+    optimum than at the restriction (held-out blocks dropped), whose negative part is off
+    by Psi_h Gamma_h Psi_h^T / lam2."""
+    X, M = _curve(n=14, noise=0.1)
+    K = get_kernel("matern32", 0.5 * scale_bandwidth(X))(X, X)
+    K2 = K * K
+    train, test = np.arange(1, 14), np.array([0])
+    C = _fold_transfer(K2, train, test, rcond=1e-12)  # K o K well conditioned here
+    assert C.shape == (13, 1)
+    np.testing.assert_allclose(K2[np.ix_(train, train)] @ C, K2[np.ix_(train, test)],
+                               rtol=1e-6, atol=1e-8)
+    n, lam2 = 30, 1e-8
+    X, M = _curve(n=n, noise=0.1)
+    kernel = get_kernel("gaussian", scale_bandwidth(X))
+    full = PSDRegressor(kernel, lam2=lam2, tol=1e-10).fit(X, M)
+    G = full.dual_coef_
+    K = kernel(X, X)
+    for h in (n // 3, n // 2, 2 * n // 3):
+        train, test = np.delete(np.arange(n), h), np.array([h])
+        C = _fold_transfer(K * K, train, test)
+        fold = PSDRegressor(kernel, lam2=lam2).fit(X[train], M[train])
+        e = _target_exponent(M[train])
+        pb = PSDLeastSquares(fold.features_.transform(X[train]), np.ldexp(M[train], -e), 0.0,
+                             lam2)
+        best = solve_dual(pb, tol=1e-10, method="lbfgs").dual_objective
+
+        def excess(G0, pb=pb, e=e, best=best):
+            res = solve_dual(pb, init=np.ldexp(G0, -e), max_iter=1, method="lbfgs")
+            return best - res.dual_objective
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            moved = excess(G[train] + np.einsum("rh,hab->rab", C, G[test]))
+            dropped = excess(G[train])
+        assert 0 <= moved < 1e-3 * dropped
+
+
+@pytest.mark.parametrize("case", ["scalar", "lam1"])
+def test_fast_folds_scalar_targets_and_trace_weight(case):
+    """1-D targets (the non-negative model, d = 1) and a trace weight lam1 > 0 take the same
+    path, to the same scores as GridSearchCV."""
+    X, M = _curve(n=10, noise=0.05)
+    lam1 = 0.0
+    if case == "scalar":
+        y = M[:, 0, 0] - 0.5  # partly negative: the constraint f >= 0 is active
+    else:
+        y, lam1 = M, 1e-3
+    cv_tol = 1e-8
+    kw = dict(kernels=("matern52",), sigmas=(0.5, 1.0), lam2s=(1e-3, 1e-6))
+    est = PSDRegressorCV(cv=LeaveOneOut(), cv_tol=cv_tol, lam1=lam1, **kw).fit(X, y)
+    assert est._fold_starts and est.n_not_converged_ == 0
+    s = scale_bandwidth(X)
+    grid = {"kernel": list(kw["kernels"]), "sigma": [c * s for c in kw["sigmas"]],
+            "lam2": list(kw["lam2s"])}
+    ref = GridSearchCV(PSDRegressor(lam1=lam1, tol=cv_tol), grid, cv=LeaveOneOut(),
+                       scoring="neg_mean_squared_error" if case == "scalar" else _neg_mse
+                       ).fit(X, y)
+    np.testing.assert_allclose(est.cv_results_["mean_test_score"],
+                               ref.cv_results_["mean_test_score"], rtol=100 * np.sqrt(cv_tol))
+    assert est.best_params_ == ref.best_params_

@@ -39,7 +39,7 @@ EXPECTED_FAILED_CHECKS = {
 
 
 @parametrize_with_checks(
-    [PSDRegressor()],
+    [PSDRegressor(), PSDRegressor(target="sqrt")],
     expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS,
     xfail_strict=True,
 )
@@ -150,7 +150,7 @@ BAD_PARAMS = [
     (dict(n_landmarks=9), "n_landmarks"),
     (dict(n_landmarks=0), "n_landmarks"),
     (dict(n_landmarks=2.5), "n_landmarks"),
-    (dict(kernel="rbf"), "kernel"),
+    (dict(kernel="laplace"), "kernel"),  # "rbf" is the Gaussian (test_conventions)
     (dict(kernel=None), "kernel"),
     (dict(solver="newton"), "^solver"),
     (dict(solver="primal", primal_solver="MOSEK"), "primal_solver"),
@@ -556,3 +556,17 @@ def test_separated_points_isotropic_targets():
     X = np.arange(4.0)[:, None]
     est = PSDRegressor(sigma=0.12, lam2=1e-3).fit(X, np.ones((4, 1, 1)))
     np.testing.assert_allclose(est.predict(X), 1.0, atol=0.1)
+
+
+@pytest.mark.parametrize("params", [{"solver": "DUAL"}, {"solver": "Primal"},
+                                    {"landmarks": "Uniform", "n_landmarks": 3},
+                                    {"huber_method": "IRLS"}, {"target": "SQRT"}])
+def test_options_are_spelled_exactly(params):
+    """An option accepted in another spelling would silently take the other branch (solver=
+    "DUAL" ran the primal); only the CVXPY solver names ignore case."""
+    X = np.linspace(0, 1, 6)[:, None]
+    M = np.stack([np.eye(2) * (1 + x) for x in X[:, 0]])
+    name = next(iter(params))
+    with pytest.raises(ValueError, match=name):
+        PSDRegressor(**params).fit(X, M)
+    PSDRegressor(solver="primal", primal_solver="clarabel", lam2=1e-3).fit(X, M)

@@ -7,7 +7,7 @@ asked of the registry.
 
 from __future__ import annotations
 
-from psdsos.kernels import kernel_names
+from psdsos.kernels import kernel_aliases, kernel_names
 
 #: Kernels cross-validated by bures-demo (without --paper), from smooth to rough.
 DEMO_KERNELS = ("gaussian", "matern52", "exponential")
@@ -19,8 +19,9 @@ CONVEX_DEFAULT_KERNEL = "gaussian"
 
 def hessian_kernels() -> tuple[str, ...]:
     """The registered radial kernels that are twice differentiable (convex-fit's choices: its
-    SoS constraint is on the Hessian)."""
-    return tuple(kernel_names(differentiability=2))
+    SoS constraint is on the Hessian), then their aliases ("rbf": the Gaussian kernel)."""
+    names = tuple(kernel_names(differentiability=2))
+    return names + tuple(a for a, n in kernel_aliases().items() if n in names)
 
 
 def listed(names: tuple[str, ...]) -> str:

@@ -161,7 +161,8 @@ def _add_fit_options(fit, *, seeds):
                      help="replace the grid's kernel bandwidths, as multiples of the "
                           "standardized features' scale sqrt(n_features / 2)")
     fit.add_argument("--kernel", choices=hessian_kernels(), default=CONVEX_DEFAULT_KERNEL,
-                     help=f"kernel (default: {CONVEX_DEFAULT_KERNEL}, as the paper)")
+                     help=f"kernel (default: {CONVEX_DEFAULT_KERNEL}, as the paper; rbf, "
+                          "scikit-learn's name, is the gaussian kernel)")
     fit.add_argument("--solver", choices=("dual", "primal"), default="dual",
                      help="dual: accelerated gradient (default); primal: an SDP through CVXPY")
     fit.add_argument("--primal-solver", choices=("CLARABEL", "SCS"), default="CLARABEL",

@@ -9,7 +9,7 @@ from psdsos.estimators._convex import (
 )
 from psdsos.estimators._convex_cv import ConvexRegressorCV
 from psdsos.estimators._krr import KernelRidgeRegressor
-from psdsos.estimators._psd import PSDRegressor
+from psdsos.estimators._psd import NegativeTargetWarning, PSDRegressor
 from psdsos.estimators._psd_cv import PSDRegressorCV
 from psdsos.estimators._shape import (
     ShapeCertificate,
@@ -30,6 +30,7 @@ __all__ = [
     "PiecewiseLinearConvexRegressor",
     "KernelRidgeRegressor",
     "NonConvexFitWarning",
+    "NegativeTargetWarning",
     "RELATIVE_DEFICIT_TOL",
     "load",
 ]

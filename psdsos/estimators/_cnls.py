@@ -436,7 +436,7 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
     _parameter_constraints = {
         "tol": Interval(numbers.Real, 0.0, None, closed="neither"),
         "max_rounds": Interval(numbers.Integral, 1, None),
-        "solver": Options(PRIMAL_SOLVERS),
+        "solver": Options(PRIMAL_SOLVERS, ignore_case=True),
         "concave": Bool(),
         "increasing": _FeatureSubset(),
         "decreasing": _FeatureSubset(),

@@ -118,6 +118,8 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     ----------
     kernel : {"gaussian", "matern32", "matern52"} or Kernel, default="gaussian"
         Must be twice differentiable (the exponential kernel is refused).
+        ``"rbf"`` (scikit-learn's name) is the Gaussian kernel, with
+        :math:`\sigma = 1/\sqrt{2\gamma}` for scikit-learn's :math:`\gamma`.
     sigma : "scale" or float, default="scale"
         Kernel bandwidth in the units of x; "scale": :func:`psdsos.kernels.scale_bandwidth`
         of the training inputs, sqrt(n_features * X.var() / 2) (scikit-learn's
@@ -252,7 +254,7 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         "lam1": Interval(numbers.Real, 0.0, None),
         "lam2": Interval(numbers.Real, 0.0, None),
         "solver": Options(["dual", "primal"]),
-        "primal_solver": Options(PRIMAL_SOLVERS),
+        "primal_solver": Options(PRIMAL_SOLVERS, ignore_case=True),
         "representation": Options(["approx", "exact"]),
         "constraint_points": certify.ConstraintPointsOption(),
         "n_landmarks": Interval(numbers.Integral, 1, None, allow_none=True),
@@ -405,7 +407,11 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
 
         With representation="exact", plus sum_j sum_pq gamma_j[p, q] d_pq k(z_j, x) (eq. 21).
         """
-        X = self._check_X(X)
+        return self._predict(self._check_X(X))
+
+    # the methods on validated arrays: the internal calls (Sobol points, the certificate)
+    # use these, so that a fit on a DataFrame is not checked against its feature names there
+    def _predict(self, X: np.ndarray) -> FloatArray:
         args = fit_paths.exact_arguments(self, X)
         if args is not None:
             return self._sign() * (self.intercept_ + X @ self.coef_
@@ -426,7 +432,9 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
 
     def hessian(self, X: ArrayLike) -> FloatArray:
         """Hessian of f, shape (m, n_features, n_features)."""
-        X = self._check_X(X)
+        return self._hessian(self._check_X(X))
+
+    def _hessian(self, X: np.ndarray) -> FloatArray:
         args = fit_paths.exact_arguments(self, X)
         if args is not None:
             return self._sign() * ((self.y_scale_ / self.x_scale_) / self.x_scale_
@@ -511,7 +519,7 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         if eta is None:
             eta = self.convexity_deficit()
         X = self._check_X(X)
-        return self.predict(X) + self._sign() * 0.5 * eta * np.sum(X * X, axis=1)
+        return self._predict(X) + self._sign() * 0.5 * eta * np.sum(X * X, axis=1)
 
     # ---- persistence: the saved file (psdsos.load); n points, p features, m constraint
     # points, B of size r p (r feature components) ----------------------------------------

@@ -157,7 +157,9 @@ def hessian_eigenvalues(est, X, n_points, random_state, sign=1.0):
                 or n_points < 1):
             raise ValueError(f"n_points must be an integer >= 1, got {n_points!r}")
         lo, hi = fitted_box(est)
-        X = sobol_points(lo, hi, int(n_points), random_state)
+        # our own points: no feature names to check them against (a DataFrame fit)
+        return np.linalg.eigvalsh(sign * est._hessian(sobol_points(lo, hi, int(n_points),
+                                                                   random_state)))
     return np.linalg.eigvalsh(sign * est.hessian(X))
 
 

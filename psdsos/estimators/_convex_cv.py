@@ -18,24 +18,31 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from joblib import Parallel, delayed
 from numpy.typing import ArrayLike
 from scipy.stats import rankdata
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import KFold, ShuffleSplit
-from sklearn.utils.validation import check_is_fitted
 
-from psdsos._params import KERNEL_OPTIONS, Bool, Interval, validate_params
+# scikit-learn's Parallel: the caller's warning filters reach the workers (loky processes)
+from sklearn.utils.parallel import Parallel, delayed
+
+from psdsos._params import (
+    KERNEL_OPTIONS,
+    Bool,
+    Interval,
+    validate_params,
+    warn_feature_scales,
+)
 from psdsos._validation import FloatArray, RandomStateLike
 from psdsos.estimators import _convex_fit as fit_paths
-from psdsos.estimators._common import ITERATIVE_OPTIONS, cv_seed
+from psdsos.estimators._common import ITERATIVE_OPTIONS, cv_seed, fitted_input
 from psdsos.estimators._convex import ConvexRegressor
 from psdsos.estimators._convex_certify import RELATIVE_DEFICIT_TOL, NonConvexFitWarning
 from psdsos.estimators._convex_fit import check_fit_input
 from psdsos.estimators._shape import UncertifiedShapeWarning
 from psdsos.estimators._shape_cv import _PositiveGrid
-from psdsos.kernels import Kernel, scale_bandwidth
+from psdsos.kernels import FeatureScaleWarning, Kernel, scale_bandwidth
 
 __all__ = ["ConvexRegressorCV"]
 
@@ -192,6 +199,7 @@ class ConvexRegressorCV(RegressorMixin, BaseEstimator):
     Parameters
     ----------
     kernel : {"gaussian", "matern32", "matern52"} or Kernel, default="gaussian"
+        As :class:`ConvexRegressor`'s (``"rbf"``: the Gaussian kernel).
     sigmas : sequence of float > 0, default=(2.0, 4.0)
         Bandwidths in multiples of the data's scale.
     rhos : sequence of float > 0, default=(1e-4, 1e-5, 1e-6, 1e-7)
@@ -382,6 +390,7 @@ class ConvexRegressorCV(RegressorMixin, BaseEstimator):
         validate_params(self)
         t_start = time.perf_counter()
         Xv, yv, w = check_fit_input(self, X, y, sample_weight)
+        warn_feature_scales(self, self.kernel, Xv)  # once here, not from every inner fit
         n, p = Xv.shape
         folds = list(self._splitter(n).split(Xv, yv))
         n_train = min(len(tr) for tr, _ in folds)
@@ -397,8 +406,9 @@ class ConvexRegressorCV(RegressorMixin, BaseEstimator):
                 for f in range(len(folds))]
         with warnings.catch_warnings():
             # the CV fits' own non-convexity is counted in n_not_convex (and certified at
-            # the refit)
+            # the refit); the features' scales were checked above
             warnings.simplefilter("ignore", NonConvexFitWarning)
+            warnings.simplefilter("ignore", FeatureScaleWarning)
             results = Parallel(n_jobs=self.n_jobs, verbose=10 if self.verbose else 0)(
                 delayed(_fit_path)(base, sigmas[a], ranks[b], regs, Xv, yv, w, folds[f][0],
                                    folds[f][1]) for a, b, f in jobs)
@@ -472,8 +482,9 @@ class ConvexRegressorCV(RegressorMixin, BaseEstimator):
         for i in order[: self.max_refits]:
             est = clone(base).set_params(**self.cv_results_["params"][i])
             with warnings.catch_warnings():
-                # reported below, for the kept fit only
+                # reported below, for the kept fit only; the scales by fit
                 warnings.simplefilter("ignore", NonConvexFitWarning)
+                warnings.simplefilter("ignore", FeatureScaleWarning)
                 est.fit(X, y, sample_weight=w)
             ok = is_certified_convex(est)
             refits.append((i, est, ok))
@@ -504,15 +515,19 @@ class ConvexRegressorCV(RegressorMixin, BaseEstimator):
 
     def predict(self, X: ArrayLike) -> FloatArray:
         """The kept refit's :meth:`ConvexRegressor.predict`."""
-        check_is_fitted(self, "best_estimator_")
+        X = self._check_X(X)  # first: NotFittedError before best_estimator_
         return self.best_estimator_.predict(X)
+
+    def _check_X(self, X: ArrayLike) -> np.ndarray:
+        """X checked against this fit (its feature names included: the refit saw arrays)."""
+        return fitted_input(self, X, "best_estimator_")
 
     def gradient(self, X: ArrayLike) -> FloatArray:
         """The kept refit's :meth:`ConvexRegressor.gradient`."""
-        check_is_fitted(self, "best_estimator_")
+        X = self._check_X(X)  # first: NotFittedError before best_estimator_
         return self.best_estimator_.gradient(X)
 
     def hessian(self, X: ArrayLike) -> FloatArray:
         """The kept refit's :meth:`ConvexRegressor.hessian`."""
-        check_is_fitted(self, "best_estimator_")
+        X = self._check_X(X)  # first: NotFittedError before best_estimator_
         return self.best_estimator_.hessian(X)

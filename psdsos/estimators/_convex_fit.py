@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from psdsos._params import resolve_kernel
+from psdsos._params import resolve_kernel, warn_feature_scales
 from psdsos._validation import check_random_state, scaled_mean_std, validate_data
 from psdsos.estimators._common import check_regularization
 from psdsos.estimators._weights import check_sample_weight
@@ -217,6 +217,7 @@ def prepare(est, X, y, sample_weight):
     features, set the standardized units (x_offset_, ..., x_box_) and standardize."""
     X, y, w = check_fit_input(est, X, y, sample_weight)
     kernel = resolve_kernel(est.kernel, est.sigma, X, w)
+    warn_feature_scales(est, kernel, X)
     check_kernel_and_regularization(est, kernel)
     Z = est._constraint_points(X, kernel)
     set_scaling(est, kernel, X, y, w)
@@ -329,6 +330,7 @@ def dask_plan(est, X, y, sample_weight):
     box = (st["lo"], st["hi"])
     seed = check_random_state(est.random_state).integers(2**32)
     sample = dask_sample_rows(X, CANDIDATE_ROWS, seed)
+    warn_feature_scales(est, kernel, sample)  # the features' spreads, from a sample of rows
     Z = est._constraint_points(sample, kernel, box=box)
     # standardized units as set_scaling computes them in memory
     est.x_offset_ = st["x_mean"]

@@ -23,6 +23,7 @@ from psdsos._params import (
     Interval,
     resolve_kernel,
     validate_params,
+    warn_feature_scales,
 )
 from psdsos._validation import FloatArray, validate_data
 from psdsos.estimators._weights import check_sample_weight
@@ -64,6 +65,7 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
     Parameters
     ----------
     kernel : {"gaussian", "exponential", "matern32", "matern52"} or Kernel, default="gaussian"
+        ``"rbf"`` (scikit-learn's name) is accepted for ``"gaussian"``.
     sigma : "scale" or float, default="scale"
         Bandwidth :math:`\sigma > 0` (ignored for a Kernel object, which carries its own);
         "scale": :func:`psdsos.kernels.scale_bandwidth` of the training inputs,
@@ -139,10 +141,11 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
         X, y, w = check_sample_weight(sample_weight, X, y)
         n, p = X.shape
         kernel = resolve_kernel(self.kernel, self.sigma, X, w)
+        warn_feature_scales(self, kernel, X)
         self.kernel_, self.X_fit_ = kernel, X
         # the data term's weights sum to n (unweighted) or sum(w); KernelRidge's to sum(w)
         reg = n * self.rho if w is None else float(np.sum(w)) * self.rho
-        if not isinstance(self.kernel, Kernel) and self.kernel.lower() == "gaussian":
+        if not isinstance(self.kernel, Kernel) and kernel.name == "gaussian":  # or "rbf"
             krr, Xin = KernelRidge(alpha=reg, kernel="rbf",
                                    gamma=1.0 / (2.0 * kernel.sigma**2)), X
         else:

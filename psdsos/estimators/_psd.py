@@ -19,6 +19,7 @@ from psdsos._params import (
     _LossOptions,
     resolve_kernel,
     validate_params,
+    warn_feature_scales,
 )
 from psdsos._persistence import SavedEstimator, SavedScalar, register_loadable
 from psdsos._validation import (
@@ -43,7 +44,7 @@ from psdsos.solvers import (
 )
 from psdsos.sos import PSDLeastSquares, PSDLossProblem, PSDModel, project_psd
 
-__all__ = ["PSDRegressor"]
+__all__ = ["NegativeTargetWarning", "PSDRegressor", "psd_sqrt_targets"]
 
 #: Exact features (n_landmarks=None) are refused above this many samples (n x n kernel
 #: matrices of 3.2 GB and more, B of size n d).
@@ -54,6 +55,34 @@ def _target_exponent(M):
     """Exponent e with 2^(e-1) <= max|M| < 2^e (0 for M = 0): the fit runs on M / 2^e."""
     top = float(np.abs(M).max()) if M.size else 0.0
     return int(np.frexp(top)[1]) if top > 0 else 0
+
+
+class NegativeTargetWarning(UserWarning):
+    """``target="sqrt"`` met targets with negative eigenvalues: the square roots of their
+    PSD parts (negative eigenvalues set to 0) are fitted."""
+
+
+def psd_sqrt_targets(M: FloatArray, name: str = "y") -> FloatArray:
+    r"""PSD square roots :math:`\mathbf M_i^{1/2}` of symmetric targets (n, d, d).
+
+    Negative eigenvalues are set to 0 (the root of the PSD part, the nearest PSD matrix in
+    the Frobenius norm); a :class:`NegativeTargetWarning` names how many targets had one
+    below :math:`-\sqrt{\varepsilon}` times their largest eigenvalue magnitude (smaller
+    ones are rounding errors of PSD targets and pass silently).
+    """
+    w, V = np.linalg.eigh(M)
+    top = np.max(np.abs(w), axis=1, keepdims=True)
+    bad = np.any(w < -np.sqrt(np.finfo(float).eps) * top, axis=1)
+    if np.any(bad):
+        rel = np.min(w / np.where(top > 0, top, 1.0))
+        warnings.warn(
+            f"target='sqrt' fits square roots, but {int(bad.sum())} of {len(M)} targets in "
+            f"{name} have negative eigenvalues (down to {rel:.3g} times their largest "
+            "magnitude): the roots of their PSD parts are fitted (negative eigenvalues set "
+            "to 0)", NegativeTargetWarning, stacklevel=3)
+    r = np.sqrt(np.clip(w, 0.0, None))
+    R = (V * r[:, None, :]) @ np.swapaxes(V, 1, 2)
+    return (R + np.swapaxes(R, 1, 2)) / 2
 
 
 def _scaled_lam1(lam1, e, Phi, d):
@@ -93,6 +122,8 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     Parameters
     ----------
     kernel : {"gaussian", "exponential", "matern32", "matern52"} or Kernel, default="gaussian"
+        ``"rbf"`` (scikit-learn's name) is the Gaussian kernel: its
+        :math:`\exp(-\gamma\|x - y\|^2)` is ours with :math:`\sigma = 1/\sqrt{2\gamma}`.
     sigma : "scale" or float, default="scale"
         Bandwidth; "scale": :func:`psdsos.kernels.scale_bandwidth` of the training inputs,
         sqrt(n_features * X.var() / 2) (scikit-learn's ``gamma="scale"``); the value used
@@ -104,7 +135,13 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         Frobenius weight lambda_2 >= 0 (> 0 for the dual solver).
     solver : {"dual", "primal"}, default="dual"
         ``"dual"``: accelerated gradient on the negative-part dual (Theorem 3, eq. 12),
-        see :func:`psdsos.solvers.solve_dual`.  ``"primal"``: the SDP through CVXPY.
+        see :func:`psdsos.solvers.solve_dual`; for the squared loss without weights, a
+        dual dimension n d (d + 1) / 2 up to 600 and a small lam2 (the dual's conditioning
+        :math:`\lambda_{\max}(\mathbf K\circ\mathbf K) / (n\lambda_2) \ge 300`),
+        quasi-Newton steps instead (``method="auto"``: L-BFGS-B in the metric of the dual's
+        generalized Hessian; a few dozen eigendecompositions where the accelerated method
+        needs thousands), stopping on the same relative duality gap.  ``"primal"``: the
+        SDP through CVXPY.
     primal_solver : {"SCS", "CLARABEL"}, default="SCS"
     n_landmarks : int or None, default=None
         Nystrom rank r (None: exact features, r = n).
@@ -134,13 +171,29 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         iteratively reweighted least squares on the squared dual with warm starts
         (:func:`psdsos.solvers.solve_huber_irls`): the same optimum by an independent
         algorithm, slower (the benchmarks page compares them).
+    target : {"matrix", "sqrt"}, default="matrix"
+        What the SoS model fits.  ``"matrix"``: the targets, :math:`F(x) \approx
+        \mathbf M` (eq. 11).  ``"sqrt"``: their PSD square roots, :math:`F(x) \approx
+        \mathbf M^{1/2}`, and ``predict`` returns :math:`F(x)^2` (PSD).  Since
+        :math:`d_{BW}(\mathbf A, \mathbf M)^2 = \min_{U^TU = I}
+        \|\mathbf A^{1/2} - \mathbf M^{1/2}U\|_F^2` (Bhatia, Jain and Lim, 2019, Theorem 1)
+        and :math:`F(x) = (F(x)^2)^{1/2}`, the training loss
+        :math:`\frac12\|F(x_i) - \mathbf M_i^{1/2}\|_F^2` bounds half the squared
+        Bures-Wasserstein distance of the prediction :math:`F(x_i)^2` to
+        :math:`\mathbf M_i`: the choice when predictions are judged in that geometry
+        (covariance matrices; scoring ``"neg_bures_wasserstein"``) and when the targets'
+        eigenvalues span orders of magnitude.  Targets with negative eigenvalues have the
+        roots of their PSD parts fitted (:class:`NegativeTargetWarning`); 1-D targets: the
+        model fits :math:`\sqrt{y}` and predicts :math:`f(x)^2`.
 
     Attributes
     ----------
     B_ : ndarray (r d, r d)
         The fitted PSD matrix (``Tr B_`` and ``||B_||_F`` are those of the operator A).
     model_ : PSDModel
-        The fitted function F_B.
+        The fitted function F_B (with ``target="sqrt"``, the square root of the prediction:
+        ``predict(X)`` is ``model_(X) @ model_(X)``; ``objective_``, ``dual_gap_`` and
+        ``dual_coef_`` are then those of the fit to the roots).
     features_ : ExactFeatures or NystromFeatures
     kernel_ : Kernel
     objective_ : float
@@ -151,6 +204,8 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         fitted alike; only ``objective_`` itself can leave the float range (``inf`` for
         targets beyond about 1e154, subnormal below about 1e-154).
     n_iter_ : int
+        Dual: evaluations of the dual (eigendecompositions).  Primal: the CVXPY solver's
+        iterations.
     dual_gap_ : float
         Relative duality gap at the solution: the dual solver's, or for the primal the gap
         between ``J(B_)`` and the dual of eq. (12) at Gamma_i = (F(x_i) - M_i) / n (NaN for the
@@ -179,19 +234,24 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     (1, 2, 2)
     """
 
+    #: ``method`` of :func:`psdsos.solvers.solve_dual` in the dual path ("auto": quasi-Newton
+    #: steps for PSD least squares of dual dimension up to 600, accelerated gradient otherwise)
+    _dual_method = "auto"
+
     _parameter_constraints = {
         "kernel": KERNEL_OPTIONS,
         "sigma": Bandwidth(),
         "lam1": Interval(numbers.Real, 0.0, None),
         "lam2": Interval(numbers.Real, 0.0, None),
         "solver": Options(["dual", "primal"]),
-        "primal_solver": Options(PRIMAL_SOLVERS),
+        "primal_solver": Options(PRIMAL_SOLVERS, ignore_case=True),
         "n_landmarks": Interval(numbers.Integral, 1, None, allow_none=True),
         "landmarks": Options(["uniform", "greedy"]),
         **ITERATIVE_OPTIONS,
         "loss": _LossOptions(parameters=("delta",), types=(Loss,)),
         "delta": Interval(numbers.Real, 0.0, None, closed="neither", allow_none=True),
         "huber_method": Options(["prox", "irls"]),
+        "target": Options(["matrix", "sqrt"]),
     }
 
     def __init__(self, kernel: str | Kernel = "gaussian", sigma: float | str = "scale", *,
@@ -200,7 +260,8 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
                  landmarks: str = "uniform", tol: float = 1e-7, max_iter: int = 10000,
                  warm_start: bool = False, random_state: RandomStateLike = None,
                  verbose: bool | int = False, loss: str | Loss = "squared",
-                 delta: float | None = None, huber_method: str = "prox") -> None:
+                 delta: float | None = None, huber_method: str = "prox",
+                 target: str = "matrix") -> None:
         self.kernel = kernel
         self.sigma = sigma
         self.lam1 = lam1
@@ -217,6 +278,7 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         self.loss = loss
         self.delta = delta
         self.huber_method = huber_method
+        self.target = target
 
     # ------------------------------------------------------------------------------------
     def _validate_targets(self, y, n):
@@ -273,6 +335,8 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
                              f"loss={self.loss!r}, solver={self.solver!r}")
         X, M, w = check_sample_weight(sample_weight, X, M, min_positive=2)
         n = X.shape[0]
+        if self.target == "sqrt":
+            M = psd_sqrt_targets(M)
         # equal weights: the unweighted problem itself (scaling changes nothing)
         weights = None if w is None or np.all(w == w[0]) else w
         # lam1 = lam2 = 0: J(B) is bounded below but its infimum is in general not attained
@@ -283,6 +347,7 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
                              ", which handles lam2 = 0 with lam1 >= 0")
         # sigma="scale" with weights: the bandwidth of the data set with rows repeated w_i times
         kernel = resolve_kernel(self.kernel, self.sigma, X, weights)
+        warn_feature_scales(self, kernel, X)
         features: ExactFeatures | NystromFeatures
         if self.n_landmarks is None:
             if n > MAX_EXACT_SAMPLES:
@@ -330,16 +395,24 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
             previous = getattr(self, "dual_coef_", None)
             if self.warm_start and previous is not None and previous.shape == M.shape:
                 init = np.ldexp(previous, -ge)
+            # a start and first metric for this one fit (PSDRegressorCV's folds: the
+            # full-data solution moved to the fold and its Hessian restricted to it)
+            start, metric = self.__dict__.pop("_dual_start", None), None
+            if start is not None and np.shape(start[0]) == M.shape:
+                init, metric = np.ldexp(np.asarray(start[0], dtype=np.float64), -ge), start[1]
             if self.huber_method == "irls":
                 res = solve_huber_irls(problem, tol=self.tol, max_iter=self.max_iter, init=init,
                                        verbose=self.verbose)
             else:
+                # quasi-Newton steps for small PSD least squares (few dozen evaluations
+                # where the accelerated gradient method needs thousands at small lam2)
                 res = solve_dual(problem, tol=self.tol, max_iter=self.max_iter, init=init,
-                                 verbose=self.verbose)
+                                 verbose=self.verbose, method=self._dual_method, metric=metric)
             B = res.B
             self.dual_coef_ = np.ldexp(res.G, ge)
             self.dual_gap_ = float(res.dual_gap)
             self.n_iter_ = int(res.n_iter)
+            self._n_hessian = int(res.n_hessian)
         else:
             res = solve_primal(problem, solver=self.primal_solver.upper(), tol=self.tol,
                                max_iter=self.max_iter, verbose=bool(self.verbose))
@@ -348,6 +421,7 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
             B = project_psd(res.B)
             self.dual_gap_ = float(res.dual_gap)
             self.__dict__.pop("dual_coef_", None)  # no stale dual variable from a dual fit
+            self.__dict__.pop("_n_hessian", None)
             self.n_iter_ = int(res.n_iter)
         self.kernel_ = kernel
         self.features_ = features
@@ -362,7 +436,7 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         return self
 
     def predict(self, X: ArrayLike) -> FloatArray:
-        """Predict PSD matrices F_B(x).
+        """Predict PSD matrices F_B(x) (F_B(x)^2 with ``target="sqrt"``).
 
         Parameters
         ----------
@@ -373,8 +447,17 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         ndarray of shape (m, d, d), symmetric PSD (shape (m,) after a fit on 1-D targets)
         """
         X = fitted_input(self, X, "model_")
-        F = self.model_(X)
+        F = self._matrices(X)
         return F[:, 0, 0] if self._scalar_targets else F
+
+    def _matrices(self, X):
+        """The predicted matrices (n, d, d) at validated inputs: F(X), or F(X)^2 with
+        ``target="sqrt"``."""
+        F = self.model_(X)
+        if getattr(self, "target", "matrix") == "sqrt":
+            F = F @ F
+            F = (F + np.swapaxes(F, 1, 2)) / 2
+        return F
 
     def score(self, X: ArrayLike, y: ArrayLike,
               sample_weight: ArrayLike | None = None) -> float:
@@ -394,7 +477,7 @@ class PSDRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
                 f"y must have shape (n_samples, {self.n_outputs_}, {self.n_outputs_}) like the "
                 f"training targets, got matrices of size {M.shape[1]}"
             )
-        P = self.model_(X)
+        P = self._matrices(X)
         if len(P) < 2:
             warnings.warn("R^2 is not defined for fewer than two samples; returning nan "
                           "(use a mean-squared-error scorer with leave-one-out)",

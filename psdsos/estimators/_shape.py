@@ -25,6 +25,7 @@ from psdsos._params import (
     Options,
     resolve_kernel,
     validate_params,
+    warn_feature_scales,
 )
 from psdsos._persistence import SavedArray, SavedEstimator, SavedScalar, register_loadable
 from psdsos._validation import (
@@ -144,7 +145,8 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         Bounds on f (user's units).
     kernel : {"gaussian", "matern32", "matern52"} or Kernel, default="gaussian"
         Twice differentiable.  Certificates are proved for the Gaussian kernel; with other
-        kernels they are "sampled".
+        kernels they are "sampled".  ``"rbf"`` (scikit-learn's name) is the Gaussian kernel,
+        with :math:`\sigma = 1/\sqrt{2\gamma}` for scikit-learn's :math:`\gamma`.
     sigma : "scale" or float, default="scale"
         Bandwidth in the units of x (as in :class:`ConvexRegressor`).
     rho, lam1, lam2 : float, default=1e-4, 0.0, 1e-3
@@ -225,7 +227,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         "lam1": Interval(numbers.Real, 0.0, None),
         "lam2": Interval(numbers.Real, 0.0, None),
         "solver": Options(["dual", "primal"]),
-        "primal_solver": Options(PRIMAL_SOLVERS),
+        "primal_solver": Options(PRIMAL_SOLVERS, ignore_case=True),
         "constraint_points": ConstraintPointsOption(),
         "centers": Options(["auto", "train", "landmarks"]),
         "n_landmarks": Interval(numbers.Integral, 1, None, allow_none=True),
@@ -290,6 +292,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         validate_params(self)
         Xv, yv, w = check_fit_input(self, X, y, sample_weight)
         kernel = resolve_kernel(self.kernel, self.sigma, Xv, w)
+        warn_feature_scales(self, kernel, Xv)
         check_kernel_and_regularization(self, kernel)
         set_scaling(self, kernel, Xv, yv, w)
         self.x_box_ = np.vstack([Xv.min(axis=0), Xv.max(axis=0)])

@@ -20,18 +20,17 @@ from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, KFold
-from sklearn.utils.validation import check_is_fitted
 
-from psdsos._params import Bool, Interval, validate_params
+from psdsos._params import Bool, Interval, validate_params, warn_feature_scales
 from psdsos._validation import FloatArray, RandomStateLike
-from psdsos.estimators._common import ITERATIVE_OPTIONS, cv_seed
+from psdsos.estimators._common import ITERATIVE_OPTIONS, cv_seed, fitted_input
 from psdsos.estimators._convex_fit import check_fit_input
 from psdsos.estimators._shape import (
     SHAPE_OPTIONS,
     ShapeConstrainedRegressor,
     UncertifiedShapeWarning,
 )
-from psdsos.kernels import Kernel, scale_bandwidth
+from psdsos.kernels import FeatureScaleWarning, Kernel, scale_bandwidth
 
 __all__ = ["ShapeConstrainedRegressorCV"]
 
@@ -111,6 +110,7 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
     increasing, decreasing, convex, concave, lower, upper
         The shapes, as in :class:`ShapeConstrainedRegressor`.
     kernel : str or Kernel, default="gaussian"
+        As :class:`ShapeConstrainedRegressor`'s (``"rbf"``: the Gaussian kernel).
     sigmas : sequence of float > 0, default=(1.0, 2.0, 4.0)
         Bandwidths in multiples of the data's scale.
     rhos : sequence of float >= 0, default=(1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
@@ -292,6 +292,7 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
         """
         validate_params(self)
         Xv, yv, w = check_fit_input(self, X, y, sample_weight)
+        warn_feature_scales(self, self.kernel, Xv)  # once here, not from every inner fit
         base = self._base(Xv.shape[1])
         scale = scale_bandwidth(Xv)
         factor = {float(m) * scale: float(m) for m in self.sigmas}
@@ -309,6 +310,7 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
             # CV fits stopped at cv_max_iter keep their score (documented); counted when
             # they run in this process
             warnings.simplefilter("always", ConvergenceWarning)
+            warnings.simplefilter("ignore", FeatureScaleWarning)  # reported above
             search.fit(Xv, yv, **({} if w is None else {"sample_weight": w}))
         self.n_not_converged_ = sum(issubclass(c.category, ConvergenceWarning) for c in caught)
         for c in caught:
@@ -330,6 +332,7 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
                                          constraint_points=None, **params)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("ignore", UncertifiedShapeWarning)
+                warnings.simplefilter("ignore", FeatureScaleWarning)
                 warnings.simplefilter("always", ConvergenceWarning)
                 est.fit(Xv, yv, sample_weight=w)
             stopped = [c for c in caught if issubclass(c.category, ConvergenceWarning)]
@@ -367,15 +370,19 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
 
     def predict(self, X: ArrayLike, raw: bool = False) -> FloatArray:
         """The kept refit's :meth:`ShapeConstrainedRegressor.predict`."""
-        check_is_fitted(self, "best_estimator_")
+        X = self._check_X(X)  # first: NotFittedError before best_estimator_
         return self.best_estimator_.predict(X, raw=raw)
+
+    def _check_X(self, X: ArrayLike) -> np.ndarray:
+        """X checked against this fit (its feature names included: the refit saw arrays)."""
+        return fitted_input(self, X, "best_estimator_")
 
     def gradient(self, X: ArrayLike, raw: bool = False) -> FloatArray:
         """The kept refit's :meth:`ShapeConstrainedRegressor.gradient`."""
-        check_is_fitted(self, "best_estimator_")
+        X = self._check_X(X)  # first: NotFittedError before best_estimator_
         return self.best_estimator_.gradient(X, raw=raw)
 
     def hessian(self, X: ArrayLike, raw: bool = False) -> FloatArray:
         """The kept refit's :meth:`ShapeConstrainedRegressor.hessian`."""
-        check_is_fitted(self, "best_estimator_")
+        X = self._check_X(X)  # first: NotFittedError before best_estimator_
         return self.best_estimator_.hessian(X, raw=raw)

@@ -10,12 +10,22 @@ PSD paper's Example 1, eq. (15)), with values, gradients and Hessians in the fir
 (Appendix C.5, eq. (37)).  Each kernel is one module whose class registers itself by name
 (:func:`register_kernel`); :data:`KERNELS`, :func:`kernel_names` and :func:`get_kernel` read
 that registry, so a kernel defined outside psdsos and registered the same way is accepted
-by name everywhere.  This subpackage imports nothing from other psdsos layers.
+by name everywhere (and by its aliases: ``"rbf"``, scikit-learn's name, is the Gaussian
+kernel, :func:`kernel_aliases`).  One bandwidth serves all the features: the estimators
+warn (:class:`FeatureScaleWarning`, :func:`check_feature_scales`) when the features'
+spreads differ by more than a factor of 100.  This subpackage imports nothing from other
+psdsos layers.
 """
 
-from psdsos.kernels._bandwidth import scale_bandwidth
+from psdsos.kernels._bandwidth import FeatureScaleWarning, check_feature_scales, scale_bandwidth
 from psdsos.kernels._base import Kernel
-from psdsos.kernels._registry import KERNELS, get_kernel, kernel_names, register_kernel
+from psdsos.kernels._registry import (
+    KERNELS,
+    get_kernel,
+    kernel_aliases,
+    kernel_names,
+    register_kernel,
+)
 
 # isort: off
 # the kernel modules register their classes when imported: this order is that of KERNELS
@@ -37,4 +47,7 @@ __all__ = [
     "scale_bandwidth",
     "register_kernel",
     "kernel_names",
+    "kernel_aliases",
+    "check_feature_scales",
+    "FeatureScaleWarning",
 ]

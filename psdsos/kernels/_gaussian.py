@@ -8,7 +8,7 @@ from psdsos.kernels._base import _SMOOTH, Kernel
 from psdsos.kernels._registry import register_kernel
 
 
-@register_kernel("gaussian")
+@register_kernel("gaussian", aliases=("rbf",))
 class GaussianKernel(Kernel):
     """Gaussian (RBF) kernel.
 
@@ -18,7 +18,11 @@ class GaussianKernel(Kernel):
         \\qquad \\kappa(\\rho) = e^{-\\rho^2 / 2}.
 
     Infinitely differentiable (``differentiability`` is a large integer).  Equal to
-    scikit-learn's ``RBF(length_scale=sigma)``.  Derivatives (first argument, with
+    scikit-learn's ``RBF(length_scale=sigma)`` and to its ``kernel="rbf"``
+    :math:`\\exp(-\\gamma\\|x - y\\|^2)` with :math:`\\gamma = 1 / (2\\sigma^2)`, i.e.
+    :math:`\\sigma = 1 / \\sqrt{2\\gamma}`; hence ``"rbf"`` is accepted as an alias of
+    ``"gaussian"`` wherever a kernel name is (:func:`psdsos.kernels.kernel_aliases`), with
+    the bandwidth still given as ``sigma``.  Derivatives (first argument, with
     :math:`u = (x - y)/\\sigma`):
 
     .. math::

@@ -20,9 +20,11 @@ _K = TypeVar("_K", bound=type)
 
 #: Every registered kernel class by (lower-case) name, in registration order.
 _REGISTRY: dict[str, type] = {}
+#: Other names of registered kernels: {alias: name}, lower case (``"rbf"``: the Gaussian).
+_ALIASES: dict[str, str] = {}
 
 
-def register_kernel(name: str) -> Callable[[_K], _K]:
+def register_kernel(name: str, *, aliases: tuple[str, ...] = ()) -> Callable[[_K], _K]:
     """Class decorator: register a kernel class under ``name`` (a plug-in kernel).
 
     The class is then accepted by name (case-insensitive) wherever psdsos takes a kernel:
@@ -36,6 +38,12 @@ def register_kernel(name: str) -> Callable[[_K], _K]:
     ----------
     name : str
         Non-empty; case-insensitive (stored in lower case).
+    aliases : tuple of str, default=()
+        Other names accepted for the same kernel (case-insensitive), e.g. ``("rbf",)`` for
+        the Gaussian kernel, scikit-learn's name.  An alias is resolved wherever a name is
+        (:func:`get_kernel`, the estimators' ``kernel=``, saved models) but is not listed
+        by :func:`kernel_names`; :func:`kernel_aliases` lists them.  The kernel object's
+        ``name`` is ``name``.
 
     Returns
     -------
@@ -46,8 +54,8 @@ def register_kernel(name: str) -> Callable[[_K], _K]:
     ------
     ValueError
         If ``name`` is empty or not a string, or names another kernel already (the message
-        names it and that kernel's class); the same class again (its module reloaded)
-        replaces it.
+        names it and that kernel's class), or an alias already (or an alias names a kernel
+        or another kernel's alias); the same class again (its module reloaded) replaces it.
 
     Examples
     --------
@@ -72,7 +80,56 @@ def register_kernel(name: str) -> Callable[[_K], _K]:
 
         PSDRegressor(kernel="cauchy", sigma=0.5)
     """
-    return class_registrar(_REGISTRY, "kernel", name)
+    if isinstance(aliases, str) or not all(isinstance(a, str) and a.strip() for a in aliases):
+        raise ValueError(f"aliases of kernel {name!r} must be a tuple of non-empty strings, "
+                         f"got {aliases!r}")
+    own = name.lower() if isinstance(name, str) else name  # a bad name: class_registrar's error
+    keys = [a.lower() for a in aliases]
+    if own in _ALIASES:
+        raise ValueError(f"kernel name {name!r} is already an alias of the "
+                         f"{_ALIASES[own]!r} kernel")
+    for key in keys:
+        if key == own or key in _REGISTRY or _ALIASES.get(key, own) != own:
+            raise ValueError(f"alias {key!r} of kernel {name!r} already names the "
+                             f"{_ALIASES.get(key, key)!r} kernel")
+    register = class_registrar(_REGISTRY, "kernel", name)
+
+    def decorator(cls: _K) -> _K:
+        cls = register(cls)
+        _ALIASES.update(dict.fromkeys(keys, own))
+        return cls
+
+    return decorator
+
+
+def kernel_aliases() -> dict[str, str]:
+    """The other names of the registered kernels: ``{alias: name}`` (lower case).
+
+    An alias is accepted wherever a kernel name is (case-insensitive) and gives the same
+    kernel: ``"rbf"``, scikit-learn's name of the Gaussian kernel, is ``"gaussian"``.  Only
+    the name differs: scikit-learn's ``rbf`` kernel :math:`\\exp(-\\gamma\\|x - y\\|^2)` is
+    our Gaussian kernel with :math:`\\sigma = 1 / \\sqrt{2\\gamma}`, and the bandwidth
+    argument stays ``sigma``.
+
+    Returns
+    -------
+    aliases : dict of str to str
+
+    Examples
+    --------
+    >>> from psdsos.kernels import kernel_aliases
+    >>> kernel_aliases()
+    {'rbf': 'gaussian'}
+    """
+    return {a: n for a, n in _ALIASES.items() if n in _REGISTRY}
+
+
+def canonical_kernel_name(name: str) -> str:
+    """``name`` in lower case, an alias replaced by the name it stands for (``"RBF"`` ->
+    ``"gaussian"``); a name that is neither is returned lower-cased (unknown: the caller's
+    check refuses it)."""
+    key = name.lower()
+    return _ALIASES.get(key, key)
 
 
 def _is_radial(cls: type) -> bool:
@@ -155,12 +212,15 @@ def get_kernel(kernel: str | Kernel | LinearKernel,
 
     Parameters
     ----------
-    kernel : {"gaussian", "exponential", "matern32", "matern52", "linear"} or Kernel
+    kernel : {"gaussian", "rbf", "exponential", "matern32", "matern52", "linear"} or Kernel
         Kernel name (case-insensitive; any name of :func:`kernel_names` with
-        ``radial_only=False``, plug-ins included) or a :class:`Kernel` (or :class:`LinearKernel`)
-        instance.  An instance is returned **unchanged** and ``sigma`` is then ignored (the
-        instance carries its own bandwidth).  ``"linear"`` gives :class:`LinearKernel`
-        (no bandwidth: ``sigma`` is ignored); only the SELF estimators accept it.
+        ``radial_only=False``, plug-ins included, or an alias of :func:`kernel_aliases`:
+        ``"rbf"``, scikit-learn's name, is the Gaussian kernel, whose
+        :math:`\\exp(-\\gamma\\|x - y\\|^2)` is ours with :math:`\\sigma = 1/\\sqrt{2\\gamma}`)
+        or a :class:`Kernel` (or :class:`LinearKernel`) instance.  An instance is returned
+        **unchanged** and ``sigma`` is then ignored (the instance carries its own bandwidth).
+        ``"linear"`` gives :class:`LinearKernel` (no bandwidth: ``sigma`` is ignored); only the
+        SELF estimators accept it.
     sigma : float, default=None
         Bandwidth in ``[1e-75, 1e75]``; required when ``kernel`` is a radial kernel's name.
 
@@ -183,11 +243,11 @@ def get_kernel(kernel: str | Kernel | LinearKernel,
     """
     if isinstance(kernel, (Kernel, *_REGISTRY.values())):
         return kernel  # type: ignore[return-value]
-    if isinstance(kernel, str) and kernel.lower() in _REGISTRY:
-        cls = _REGISTRY[kernel.lower()]
-        if not _is_radial(cls):  # Gram-only: no bandwidth
-            return cls()
-    name = check_choice(kernel, "kernel", list(KERNELS))
+    name = canonical_kernel_name(kernel) if isinstance(kernel, str) else ""
+    if name in _REGISTRY and not _is_radial(_REGISTRY[name]):  # Gram-only: no bandwidth
+        return _REGISTRY[name]()
+    if name not in KERNELS:  # raises, listing the names and aliases
+        check_choice(kernel, "kernel", [*KERNELS, *kernel_aliases()])
     if sigma is None:
         raise ValueError(
             f"sigma (the kernel bandwidth) must be given with kernel={kernel!r}: "

@@ -20,6 +20,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from psdsos.estimators import RELATIVE_DEFICIT_TOL, NonConvexFitWarning
+from psdsos.kernels import FeatureScaleWarning
 
 #: Parameters swept along a path inside one job, outermost first.  Each is sorted from
 #: large to small (strong regularization first: those problems are easy and their
@@ -94,8 +95,9 @@ def _path_order(indices, candidates, path_params):
 # ----------------------------------------------------------------------------------------
 
 
-#: Per-fit warnings silenced inside the search (counted and reported once instead).
-_SILENCED = (ConvergenceWarning, NonConvexFitWarning)
+#: Per-fit warnings silenced inside the search (counted and reported once instead; the
+#: features' scales, the same for every fit, by the refit).
+_SILENCED = (ConvergenceWarning, NonConvexFitWarning, FeatureScaleWarning)
 
 
 def _not_convex(est):

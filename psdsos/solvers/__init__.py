@@ -1,8 +1,15 @@
-"""Solvers: one accelerated dual solver for negative-part duals, CVXPY primal solves."""
+"""Solvers: one dual solver for negative-part duals (accelerated gradient, or quasi-Newton
+steps in the metric of the generalized Hessian for small problems), CVXPY primal solves."""
 
 from psdsos.solvers._block_problem import BlockDualProblem
 from psdsos.solvers._blocks import DualBlock
 from psdsos.solvers._dual import DualProblem, DualResult, solve_dual
+from psdsos.solvers._dual_newton import (
+    dual_hessian,
+    from_symmetric_coordinates,
+    symmetric_basis,
+    to_symmetric_coordinates,
+)
 from psdsos.solvers._irls import solve_huber_irls
 from psdsos.solvers._negpart import NegativePart
 from psdsos.solvers._precond import DualPreconditioner
@@ -24,7 +31,11 @@ __all__ = [
     "DualResult",
     "DualProblemProtocol",
     "dual_capabilities",
+    "dual_hessian",
+    "from_symmetric_coordinates",
     "solve_dual",
+    "symmetric_basis",
+    "to_symmetric_coordinates",
     "solve_huber_irls",
     "NegativePart",
     "PRIMAL_SOLVERS",

@@ -67,6 +67,11 @@ class DualResult:
         Of which before the first iteration (constants, preconditioner).
     history : dict or None
         Per-iteration ``gap`` and ``dual`` when requested.
+    n_hessian : int
+        Generalized Hessians formed (``method="lbfgs"``; 0 for the gradient methods).
+    method : str
+        ``"apg"`` (accelerated gradient or proximal gradient) or ``"lbfgs"``
+        (quasi-Newton, :mod:`psdsos.solvers._dual_newton`).
     """
 
     G: Any
@@ -81,6 +86,8 @@ class DualResult:
     time: float
     history: dict | None = field(default=None, repr=False)
     setup_time: float = 0.0
+    n_hessian: int = 0
+    method: str = "apg"
 
 
 @dataclass

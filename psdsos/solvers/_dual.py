@@ -43,6 +43,14 @@ The solver is an accelerated (Nesterov/FISTA) gradient method with
   0 (P = D = 0) stops at once instead of comparing rounding errors;
 * negative parts from partial eigendecompositions (only the smaller side of the spectrum).
 
+At small :math:`\lambda_2` the curvature of D differs by many orders of magnitude between
+directions that change with the active set of the negative part, and the accelerated
+method needs thousands of iterations in any fixed metric.  For one block with a smooth q,
+``method="lbfgs"`` takes quasi-Newton steps instead (scipy's L-BFGS-B in the metric of the
+generalized Hessian of D, formed densely and refreshed: :mod:`psdsos.solvers._dual_newton`),
+with the same certificate; ``method="auto"`` (PSDRegressor's) chooses it for small, badly
+conditioned PSD least squares.
+
 Problems whose q is not smooth (losses with a non-smooth conjugate: Huber, absolute,
 quantile; ``psdsos.sos.PSDLossProblem``) offer ``prox`` and ``nonsmooth_value`` instead, and
 the solver runs accelerated proximal gradient on D = f + h, f the negative-part term,
@@ -64,9 +72,11 @@ import numpy as np
 from psdsos._validation import check_scalar
 from psdsos.solvers._apg import APGState, Certificate, DualResult, Step, run_apg, say
 from psdsos.solvers._blocks import NegativePartTerm, ProblemView
+from psdsos.solvers._dual_newton import AUTO_MAX_DIM, AUTO_MIN_CONDITION, solve_dual_lbfgs
 from psdsos.solvers._dual_prox import solve_dual_prox
 from psdsos.solvers._precond import DENSE_BLOCKS_MAX, BlockPreconditioner, DualPreconditioner
 from psdsos.solvers._protocol import dual_capabilities
+from psdsos.sos import sos_operator_norm_sq
 
 __all__ = ["DualProblem", "DualResult", "solve_dual"]
 
@@ -120,7 +130,8 @@ def solve_dual(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,
                init: np.ndarray | list[np.ndarray] | None = None,
                step_size: float | None = None,
                precondition: bool = True, verbose: bool | int = False,
-               history: bool = False) -> DualResult:
+               history: bool = False, method: str | None = None,
+               metric: np.ndarray | None = None) -> DualResult:
     r"""Minimize the negative-part dual :math:`D(\Gamma)` defined in the module docstring.
 
     Parameters
@@ -156,6 +167,26 @@ def solve_dual(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,
         ``verbose`` iterations (100 if True), and the stopping reason.
     history : bool
         Record the gap and dual value per iteration.
+    method : {"apg", "lbfgs", "auto"} or None, default=None
+        None: ``"lbfgs"`` when a ``metric`` is given, else ``"apg"``.
+        ``"apg"``: the accelerated gradient method above.  ``"lbfgs"``: quasi-Newton steps,
+        scipy's L-BFGS-B in the metric of the generalized Hessian of D, formed densely and
+        refreshed every few evaluations (:mod:`psdsos.solvers._dual_newton`; one SoS block
+        with a smooth q, not coupled): a few dozen evaluations where the accelerated
+        method needs thousands (small lam2), for a dual dimension m d (d + 1) / 2 up to a
+        few hundred.  ``"auto"``: ``"lbfgs"`` when the problem qualifies, its q has the
+        curvature mu I (``strong_convexity() == smooth_lipschitz()``: PSD least squares),
+        the dual dimension is at most ``AUTO_MAX_DIM`` (600) and the conditioning
+        :math:`\lambda_{\max}(\mathbf K_\Phi\circ\mathbf K_\Phi) / (\mu\lambda_2)` is
+        at least ``AUTO_MIN_CONDITION`` (300: below it the accelerated method needs a few
+        dozen iterations), else ``"apg"`` (and ``"apg"`` whenever ``step_size`` is given or
+        ``precondition=False``).  Both stop on the same relative duality gap.
+    metric : ndarray (m p, m p), optional
+        The first metric of ``method="lbfgs"`` (implied by None and ``"auto"``): a symmetric
+        positive definite matrix on the coordinates of
+        :func:`psdsos.solvers.to_symmetric_coordinates` (p = d (d + 1) / 2), e.g. the
+        :func:`psdsos.solvers.dual_hessian` of a nearby problem; the solver computes its
+        own Hessians afterwards.
 
     Returns
     -------
@@ -179,6 +210,13 @@ def solve_dual(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,
             "lam2 must be > 0 for the dual solver (the negative-part dual needs a strongly "
             "convex regularizer); use solver='primal' for lam2 = 0"
         )
+    method = _choose_method(problem, caps, method, metric=metric, step_size=step_size,
+                            precondition=precondition)
+    if method == "lbfgs":
+        return solve_dual_lbfgs(problem, ProblemView(problem, caps), caps, tol=tol,
+                                max_iter=max_iter,
+                                init=None if init is None else np.asarray(init),
+                                metric=metric, verbose=verbose, history=history)
     if caps.proximal:
         qset = caps.quadratic_set() if caps.quadratic_set is not None else None
         return solve_dual_prox(problem, tol=tol, max_iter=max_iter,
@@ -188,15 +226,46 @@ def solve_dual(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,
     t0 = time.perf_counter()
     every = 100 if verbose is True else int(verbose or 0)
     view = ProblemView(problem, caps)
-    method = _GradientSteps(problem, view, caps, precondition=precondition, step_size=step_size,
-                            tol=tol, max_iter=max_iter, every=every, t0=t0)
+    steps = _GradientSteps(problem, view, caps, precondition=precondition, step_size=step_size,
+                           tol=tol, max_iter=max_iter, every=every, t0=t0)
     x0 = np.zeros(view.layout.size) if init is None else view.from_init(init)
-    state = APGState(x=x0, y=x0, eta=method.eta0,
+    state = APGState(x=x0, y=x0, eta=steps.eta0,
                      history={"gap": [], "dual": [], "step": []} if history else None)
     if every:
         say(f"setup {time.perf_counter() - t0:.2f} s; iterating (a line every {every} "
             "iterations)")
-    return run_apg(method, state, tol=tol, max_iter=max_iter, every=every, t0=t0)
+    return run_apg(steps, state, tol=tol, max_iter=max_iter, every=every, t0=t0)
+
+
+def _choose_method(problem: Any, caps: Any, method: str | None, *, metric: Any,
+                   step_size: Any, precondition: bool) -> str:
+    """"apg" or "lbfgs" (``method`` of :func:`solve_dual`), with the reasons for a refusal."""
+    if method is None:
+        method = "apg" if metric is None else "lbfgs"
+    if method not in ("apg", "lbfgs", "auto"):
+        raise ValueError(f"method must be 'apg', 'lbfgs', 'auto' or None, got {method!r}")
+    why = ("several SoS blocks" if caps.blocks else "a non-smooth q (proximal steps)"
+           if caps.proximal else "coupling constraints" if caps.coupled else "")
+    if method == "lbfgs" or (method == "auto" and metric is not None):
+        if why:
+            raise ValueError(f"method='lbfgs' (or a metric) takes one SoS block with a smooth "
+                             f"q and no coupling constraint; {type(problem).__name__} has {why}")
+        return "lbfgs"
+    if metric is not None:
+        raise ValueError("metric is the first metric of method='lbfgs' (or 'auto'); got "
+                         f"method={method!r}")
+    if method == "apg" or why or step_size is not None or not precondition:
+        return "apg"
+    factor = caps.smooth_hessian_factor() if caps.smooth_hessian_factor is not None else None
+    mu, lq = float(problem.strong_convexity()), float(problem.smooth_lipschitz())
+    d = int(problem.d)
+    Phi = np.asarray(problem.Phi)
+    dim = Phi.shape[0] * d * (d + 1) // 2
+    if factor is None and caps.curvature_shift is None and 0 < mu == lq and (
+            dim <= AUTO_MAX_DIM) and (
+            sos_operator_norm_sq(Phi) / (mu * float(problem.lam2)) >= AUTO_MIN_CONDITION):
+        return "lbfgs"
+    return "apg"
 
 
 class _GradientSteps:

@@ -21,6 +21,7 @@ from psdsos._params import (
     RandomState,
     resolve_kernel,
     validate_params,
+    warn_feature_scales,
 )
 from psdsos._persistence import (
     SavedArray,
@@ -118,6 +119,7 @@ class _KernelWeights(_LabelOutputTags, SavedEstimator, BaseEstimator):
         if len(Yc) != n:
             raise ValueError(f"X and y have different numbers of samples: {n} and {len(Yc)}")
         kernel = resolve_kernel(self.kernel, self.sigma, X)
+        warn_feature_scales(self, kernel, X)
         self.kernel_ = kernel
         if self.n_landmarks is None:
             L = ridge_cholesky(kernel(X, X), n * self.lam, "K + n lam I")
@@ -334,7 +336,8 @@ class SELFEstimator(_KernelWeights):
     kernel : {"gaussian", "exponential", "matern32", "matern52", "linear"} or Kernel
         Default "gaussian".  ``"linear"``: :math:`k(x, x') = x^\top x'`
         (:class:`psdsos.kernels.LinearKernel`; ``sigma`` is then ignored): the weights of
-        ridge regression without intercept.
+        ridge regression without intercept.  ``"rbf"`` (scikit-learn's name) is the Gaussian
+        kernel, with :math:`\sigma = 1/\sqrt{2\gamma}` for scikit-learn's :math:`\gamma`.
     sigma : "scale" or float, default="scale"
         Bandwidth; "scale": :func:`psdsos.kernels.scale_bandwidth` of the training inputs,
         sqrt(n_features * X.var() / 2) (scikit-learn's ``gamma="scale"``); the value used is

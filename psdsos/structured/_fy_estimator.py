@@ -38,6 +38,7 @@ from psdsos._params import (
     Options,
     resolve_kernel,
     validate_params,
+    warn_feature_scales,
 )
 from psdsos._persistence import SavedArray, SavedEstimator, SavedScalar, register_loadable
 from psdsos._validation import PathLike, RandomStateLike, validate_data
@@ -267,6 +268,7 @@ class FenchelYoungEstimator(_LabelOutputTags, SavedEstimator, BaseEstimator):
         if self.model == "kernel":
             self.X_fit_ = X
             self.kernel_ = resolve_kernel(self.kernel, self.sigma, X)
+            warn_feature_scales(self, self.kernel_, X)
             # RKHS-isometric coordinates: K = U diag(s) U^T, theta = K beta = F W with
             # F = U diag(sqrt s) and W = diag(sqrt s) U^T beta, so tr(beta^T K beta) =
             # ||W||^2: the kernel model is a ridge-linear model on F (well conditioned for

@@ -127,7 +127,7 @@ class LocalizedSELF(_PartsKernel, SavedEstimator, BaseEstimator):
     kernel : {"gaussian", "exponential", "matern32", "matern52", "linear"} or Kernel
         Default "gaussian".  :math:`\bar K` (on input parts) and :math:`K_0` (on whole
         inputs).  ``"linear"`` (:math:`\langle u, u'\rangle`, no bandwidth) gives the
-        *Local-LS* estimator of section 6.1.
+        *Local-LS* estimator of section 6.1.  ``"rbf"`` (scikit-learn's name): the Gaussian.
     sigma : "scale" or float, default="scale"
         Bandwidth of the kernels; "scale": :func:`psdsos.kernels.scale_bandwidth` of the
         auxiliary input parts (for :math:`\bar K`) and of the training inputs (for
