@@ -11,6 +11,7 @@ in ``fit`` (and :func:`psdsos.load` calls it on a saved file's parameters).
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -222,3 +223,52 @@ def warn_feature_scales(estimator, kernel, X):
         return
     check_feature_scales(X, owner=type(estimator).__name__,
                          feature_names=getattr(estimator, "feature_names_in_", None))
+
+
+def _nonempty_list(value):
+    """``list(value)``, or None when ``value`` is not iterable (a grid's entries)."""
+    try:
+        return list(value)
+    except TypeError:
+        return None
+
+
+class PositiveGrid:
+    """A non-empty sequence of finite reals > 0 (>= 0 with ``zero``)."""
+
+    def __init__(self, zero: bool = False, allow_none: bool = False) -> None:
+        self.zero = zero
+        self.allow_none = allow_none
+
+    def check(self, name: str, value: Any, owner: str) -> None:
+        if value is None and self.allow_none:
+            return
+        what = ">= 0" if self.zero else "> 0"
+        vals = _nonempty_list(value)
+        if not vals:
+            raise ValueError(f"{name} of {owner} must be a non-empty sequence of numbers "
+                             f"{what}, got {value!r}")
+        for v in vals:
+            ok = isinstance(v, numbers.Real) and not isinstance(v, bool)
+            if ok:
+                x = float(v)
+                ok = bool(np.isfinite(x)) and (x >= 0.0 if self.zero else x > 0.0)
+            if not ok:
+                raise ValueError(f"{name} of {owner} must hold finite numbers {what}, got "
+                                 f"{v!r}")
+
+
+class KernelGrid:
+    """A non-empty sequence of kernels, each a name or a Kernel object (``kernels`` of the CV
+    estimators)."""
+
+    def check(self, name: str, value: Any, owner: str) -> None:
+        if isinstance(value, (str, Kernel)):
+            raise ValueError(f"{name} of {owner} must be a non-empty sequence of kernels "
+                             f"(names or Kernel objects), got {value!r}; write ({value!r},)")
+        vals = _nonempty_list(value)
+        if not vals:
+            raise ValueError(f"{name} of {owner} must be a non-empty sequence of kernels "
+                             f"(names or Kernel objects), got {value!r}")
+        for v in vals:
+            KERNEL_OPTIONS.check(name, v, owner)

@@ -31,6 +31,7 @@ from psdsos._params import (
     KERNEL_OPTIONS,
     Bool,
     Interval,
+    PositiveGrid,
     validate_params,
     warn_feature_scales,
 )
@@ -41,7 +42,6 @@ from psdsos.estimators._convex import ConvexRegressor
 from psdsos.estimators._convex_certify import RELATIVE_DEFICIT_TOL, NonConvexFitWarning
 from psdsos.estimators._convex_fit import check_fit_input
 from psdsos.estimators._shape import UncertifiedShapeWarning
-from psdsos.estimators._shape_cv import _PositiveGrid
 from psdsos.kernels import FeatureScaleWarning, Kernel, scale_bandwidth
 
 __all__ = ["ConvexRegressorCV"]
@@ -293,9 +293,9 @@ class ConvexRegressorCV(RegressorMixin, BaseEstimator):
 
     _parameter_constraints = {
         "kernel": KERNEL_OPTIONS,
-        "sigmas": _PositiveGrid(),
-        "rhos": _PositiveGrid(),
-        "lam2s": _PositiveGrid(allow_none=True),
+        "sigmas": PositiveGrid(),
+        "rhos": PositiveGrid(),
+        "lam2s": PositiveGrid(allow_none=True),
         "lam1": Interval(numbers.Real, 0.0, None),
         "n_landmarks": _Ranks(),
         "holdout": Interval(numbers.Real, 0.0, 1.0, closed="neither"),

@@ -32,6 +32,7 @@ from psdsos._validation import (
 from psdsos.estimators._common import ITERATIVE_OPTIONS, check_regularization, fitted_input
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.features import ExactFeatures, NystromFeatures
+from psdsos.geometry._matfun import spectral
 from psdsos.kernels import Kernel
 from psdsos.losses import LOSSES, Loss, SquaredLoss, get_loss
 from psdsos.solvers import (
@@ -80,9 +81,7 @@ def psd_sqrt_targets(M: FloatArray, name: str = "y") -> FloatArray:
             f"{name} have negative eigenvalues (down to {rel:.3g} times their largest "
             "magnitude): the roots of their PSD parts are fitted (negative eigenvalues set "
             "to 0)", NegativeTargetWarning, stacklevel=3)
-    r = np.sqrt(np.clip(w, 0.0, None))
-    R = (V * r[:, None, :]) @ np.swapaxes(V, 1, 2)
-    return (R + np.swapaxes(R, 1, 2)) / 2
+    return spectral(w, V, np.sqrt(np.clip(w, 0.0, None)))
 
 
 def _scaled_lam1(lam1, e, Phi, d):

@@ -27,10 +27,11 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_sample_weight
 
 from psdsos._params import (
-    KERNEL_OPTIONS,
     Bool,
     Interval,
+    KernelGrid,
     Options,
+    PositiveGrid,
     resolve_kernel,
     validate_params,
     warn_feature_scales,
@@ -54,42 +55,6 @@ __all__ = ["PSDRegressorCV"]
 DEFAULT_KERNELS = ("gaussian", "matern52")
 DEFAULT_SIGMAS = (0.25, 0.5, 1.0, 2.0)
 DEFAULT_LAM2S = (1e-2, 1e-4, 1e-6, 1e-8)
-
-
-class _PositiveGrid:
-    """A non-empty sequence of finite reals > 0."""
-
-    def check(self, name: str, value: Any, owner: str) -> None:
-        try:
-            vals = list(value)
-        except TypeError:
-            vals = []
-        if not vals:
-            raise ValueError(f"{name} of {owner} must be a non-empty sequence of numbers > 0, "
-                             f"got {value!r}")
-        for v in vals:
-            ok = isinstance(v, numbers.Real) and not isinstance(v, bool)
-            if not (ok and np.isfinite(float(v)) and float(v) > 0.0):
-                raise ValueError(f"{name} of {owner} must hold finite numbers > 0, got {v!r}")
-
-
-class _KernelGrid:
-    """A non-empty sequence of kernels, each a name or a Kernel object (``kernel`` of
-    PSDRegressor)."""
-
-    def check(self, name: str, value: Any, owner: str) -> None:
-        if isinstance(value, (str, Kernel)):
-            raise ValueError(f"{name} of {owner} must be a non-empty sequence of kernels "
-                             f"(names or Kernel objects), got {value!r}; write ({value!r},)")
-        try:
-            vals = list(value)
-        except TypeError:
-            vals = []
-        if not vals:
-            raise ValueError(f"{name} of {owner} must be a non-empty sequence of kernels "
-                             f"(names or Kernel objects), got {value!r}")
-        for v in vals:
-            KERNEL_OPTIONS.check(name, v, owner)
 
 
 class _Scoring:
@@ -429,9 +394,9 @@ class PSDRegressorCV(RegressorMixin, BaseEstimator):
     _start_folds_from_full_fit = True
 
     _parameter_constraints = {
-        "kernels": _KernelGrid(),
-        "sigmas": _PositiveGrid(),
-        "lam2s": _PositiveGrid(),
+        "kernels": KernelGrid(),
+        "sigmas": PositiveGrid(),
+        "lam2s": PositiveGrid(),
         "lam1": Interval(numbers.Real, 0.0, None),
         "scoring": _Scoring(),
         "tol": ITERATIVE_OPTIONS["tol"],

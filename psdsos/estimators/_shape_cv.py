@@ -21,7 +21,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, KFold
 
-from psdsos._params import Bool, Interval, validate_params, warn_feature_scales
+from psdsos._params import Bool, Interval, PositiveGrid, validate_params, warn_feature_scales
 from psdsos._validation import FloatArray, RandomStateLike
 from psdsos.estimators._common import ITERATIVE_OPTIONS, cv_seed, fitted_input
 from psdsos.estimators._convex_fit import check_fit_input
@@ -52,34 +52,6 @@ LAM2_CAP = 1e-7
 #: Cobb-Douglas: test error 5.29e-4 with 32 points against 5.33e-4 with 128, in 1.2 s
 #: instead of 12 s: the Hessian block's eigendecompositions dominate).
 CV_POINTS_MAX = 64
-
-
-class _PositiveGrid:
-    """A non-empty sequence of finite reals > 0 (>= 0 with ``zero``)."""
-
-    def __init__(self, zero: bool = False, allow_none: bool = False) -> None:
-        self.zero = zero
-        self.allow_none = allow_none
-
-    def check(self, name: str, value: Any, owner: str) -> None:
-        if value is None and self.allow_none:
-            return
-        what = ">= 0" if self.zero else "> 0"
-        try:
-            vals = [v for v in value]
-        except TypeError:
-            vals = None
-        if not vals:
-            raise ValueError(f"{name} of {owner} must be a non-empty sequence of numbers "
-                             f"{what}, got {value!r}")
-        for v in vals:
-            ok = isinstance(v, numbers.Real) and not isinstance(v, bool)
-            if ok:
-                x = float(v)
-                ok = bool(np.isfinite(x)) and (x >= 0.0 if self.zero else x > 0.0)
-            if not ok:
-                raise ValueError(f"{name} of {owner} must hold finite numbers {what}, got "
-                                 f"{v!r}")
 
 
 class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
@@ -202,9 +174,9 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
 
     _parameter_constraints = {
         **SHAPE_OPTIONS,
-        "sigmas": _PositiveGrid(),
-        "rhos": _PositiveGrid(zero=True),
-        "lam2s": _PositiveGrid(allow_none=True),
+        "sigmas": PositiveGrid(),
+        "rhos": PositiveGrid(zero=True),
+        "lam2s": PositiveGrid(allow_none=True),
         "tol": ITERATIVE_OPTIONS["tol"],
         "max_iter": ITERATIVE_OPTIONS["max_iter"],
         "random_state": ITERATIVE_OPTIONS["random_state"],

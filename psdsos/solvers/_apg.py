@@ -174,6 +174,20 @@ def momentum(y: Any, xn: Any, x: Any, t: float, mu: float, eta: float,
     return (yn if blocks else yn[0]), xn, t
 
 
+def report_end(converged: bool, message: str, done: str, t0: float, every: int,
+               label: str, stacklevel: int) -> None:
+    """The end of a dual solve, shared by its methods: the verbose last line (``done``: what
+    was spent, e.g. "120 iterations") and, short of tol, one ConvergenceWarning naming the
+    method (``label``, e.g. " (quasi-Newton)"); ``stacklevel`` counts from the caller."""
+    if every:
+        say(f"{'converged' if converged else 'stopped'} after {done}, "
+            f"{time.perf_counter() - t0:.1f} s: {message}")
+    if not converged:
+        warnings.warn(f"psdsos dual solver{label} did not converge: {message}. "
+                      "Increase max_iter or tol.", ConvergenceWarning,
+                      stacklevel=stacklevel + 1)
+
+
 def run_apg(method: APGMethod, state: APGState, *, tol: float, max_iter: int, every: int,
             t0: float, result_type: type[DualResult] = DualResult,
             stacklevel: int = 2) -> DualResult:
@@ -202,13 +216,8 @@ def run_apg(method: APGMethod, state: APGState, *, tol: float, max_iter: int, ev
     if not converged:
         message = (f"maximum number of iterations {max_iter} reached with "
                    f"{method.err_name} {best.err:.3e} > tol {tol:g}")
-    if every:
-        say(f"{'converged' if converged else 'stopped'} after {state.n_iter} iterations, "
-            f"{time.perf_counter() - t0:.1f} s: {message}")
-    if not converged:
-        warnings.warn(f"psdsos dual solver{method.label} did not converge: {message}. "
-                      "Increase max_iter or tol.", ConvergenceWarning,
-                      stacklevel=stacklevel + 1)
+    report_end(converged, message, f"{state.n_iter} iterations", t0, every, method.label,
+               stacklevel + 1)
     return result_type(
         G=best.point, B=best.B, primal_objective=best.primal, dual_objective=best.dual,
         dual_gap=best.err, n_iter=state.n_iter, converged=converged, message=message,

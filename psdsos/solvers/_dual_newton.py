@@ -56,16 +56,14 @@ metric, which only decides how fast it is reached.
 from __future__ import annotations
 
 import time
-import warnings
 from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
 from scipy.linalg.blas import dsyrk
 from scipy.optimize import minimize
-from sklearn.exceptions import ConvergenceWarning
 
-from psdsos.solvers._apg import DualResult, say
+from psdsos.solvers._apg import DualResult, report_end, say
 from psdsos.solvers._blocks import ProblemView
 from psdsos.sos import sos_adjoint, sos_evaluate
 
@@ -484,13 +482,8 @@ def solve_dual_lbfgs(problem: Any, view: ProblemView, caps: Any, *, tol: float,
     else:
         message = (f"maximum number of iterations {max_iter} reached with relative duality "
                    f"gap {best['gap']:.3e} > tol {tol:g}")
-    if every:
-        say(f"{'converged' if converged else 'stopped'} after {ev.count} iterations "
-            f"({ev.n_hessian} Hessians), {time.perf_counter() - t0:.1f} s: {message}")
-    if not converged:
-        warnings.warn(f"psdsos dual solver (quasi-Newton) did not converge: {message}. "
-                      "Increase max_iter or tol.", ConvergenceWarning,
-                      stacklevel=stacklevel + 1)
+    report_end(converged, message, f"{ev.count} iterations ({ev.n_hessian} Hessians)", t0,
+               every, " (quasi-Newton)", stacklevel + 1)
     return DualResult(
         G=best["G"], B=best["B"], primal_objective=best["P"], dual_objective=-best["D"],
         dual_gap=best["gap"], n_iter=ev.count, converged=converged, message=message,
