@@ -36,7 +36,7 @@ from psdsos.kernels import KERNELS, Kernel, LinearKernel
 
 __all__ = ["save_npz", "load_npz", "load", "register_loadable", "register_loader",
            "SavedEstimator", "SavedArray", "SavedScalar", "label_array", "atomic_write",
-           "arrays_digest", "npz_path"]
+           "arrays_digest", "npz_path", "embed_estimator", "load_embedded"]
 
 FORMAT_VERSION = 1
 T = TypeVar("T")
@@ -333,6 +333,29 @@ def _load_estimator(cls, arrays, meta, source):
                          f"{type(exc).__name__} {exc}") from None
 
 
+def embed_estimator(est: SavedEstimator, prefix: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The file of the fitted ``est`` (:meth:`SavedEstimator._saved_file`) as part of another
+    estimator's file: its arrays renamed ``prefix + name``, its metadata (type, parameters,
+    fitted scalars) to be stored as one metadata entry.  Read back by
+    :func:`load_embedded`."""
+    arrays, meta = est._saved_file()
+    return {prefix + k: v for k, v in arrays.items()}, meta
+
+
+def load_embedded(cls: type[T], arrays: Mapping[str, np.ndarray], meta: Any, prefix: str,
+                  source: str) -> T:
+    """The estimator of class ``cls`` embedded by :func:`embed_estimator` in a file whose
+    arrays are ``arrays`` and whose metadata entry for it is ``meta``: checked as
+    :func:`load` checks a file of its own (metadata, parameters, arrays; ``source`` names
+    it in the messages), then built.  A ``type`` other than ``cls``'s name is refused."""
+    if not isinstance(meta, dict) or meta.get("type") != cls.__name__:
+        got = meta.get("type") if isinstance(meta, dict) else meta
+        raise ValueError(f"{source} must hold a {cls.__name__} (metadata entry 'type'), got "
+                         f"{got!r}")
+    inner = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+    return _load_estimator(cls, inner, dict(meta), source)
+
+
 #: Prefix of the arrays that hold array-valued constructor parameters.
 _PARAM_ARRAY = "param_"
 
@@ -525,6 +548,13 @@ class SavedEstimator:
         self._save(path)
 
     def _save(self, path, metadata=None):
+        arrays, meta = self._saved_file(metadata)
+        save_npz(path, arrays, meta)
+
+    def _saved_file(self, metadata=None):
+        """(arrays, metadata) of the file :meth:`save` writes (before :func:`save_npz` adds
+        the format version, the shapes and the digest); also what an estimator holding
+        this one embeds in its own file (:func:`load_embedded`)."""
         check_is_fitted(self, self._saved_fitted_attr)
         owner = type(self).__name__
         params = {**self.get_params(deep=False), **self._saved_param_values()}
@@ -560,7 +590,7 @@ class SavedEstimator:
                 raise ValueError(f"cannot save {owner}: array {name!r} holds Python objects "
                                  "(saved models never use pickle)")
         json_params = _encode_params(owner, params, arrays)
-        save_npz(path, arrays, {"type": owner, "params": json_params, **meta})
+        return arrays, {"type": owner, "params": json_params, **meta}
 
     def _saved_param_values(self):
         """Constructor parameters saved with another value than they have (e.g. an output

@@ -1061,7 +1061,12 @@ def test_non_convex_fit_warns_with_its_certified_deficit(concave):
     assert ("not concave" if concave else "not convex") in msg
     for advice in ("sigma (now 0.3", "constraint_points", "predict_convexified"):
         assert advice in msg
-    assert est.convexity_deficit_ == est.convexity_deficit(relative=True)
+    # the Gaussian kernel's certificate is proved here: convexity_deficit_ is its proved
+    # figure, never below the sampled estimate, and the message says it is proved
+    cert = next(iter(est.certificate_.values()))
+    assert cert.status == "certified" and "proved" in msg
+    assert est.convexity_deficit_ == max(0.0, -cert.relative)
+    assert est.convexity_deficit_ >= est.convexity_deficit(relative=True)
     assert est.convexity_deficit_ > 1.0  # a real dent: the Hessian at a dense grid agrees
     grid = np.linspace(X.min(), X.max(), 2001)[:, None]
     h = s * est.hessian(grid)[:, 0, 0]
@@ -1075,7 +1080,50 @@ def test_convex_fit_is_certified_without_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error", NonConvexFitWarning)
         est = ConvexRegressor(random_state=0).fit(X, y)
-    assert 0.0 <= est.convexity_deficit_ <= 1e-2
+    assert 0.0 <= est.convexity_deficit(relative=True) <= 1e-2  # the warning's criterion
+    # convexity_deficit_ is the proved figure: above the sampled one by at most the
+    # certificate's tolerance (the branch and bound stops within it)
+    from psdsos.estimators._convex_certify import CERTIFICATE_TOL
+
+    cert = next(iter(est.certificate_.values()))
+    assert cert.status == "certified"
+    assert est.convexity_deficit_ == max(0.0, -cert.relative)
+    assert est.convexity_deficit(relative=True) <= est.convexity_deficit_
+    assert est.convexity_deficit_ <= est.convexity_deficit(relative=True) + CERTIFICATE_TOL
+
+
+def test_deficit_without_a_proof_is_the_sampled_estimate():
+    """Matern kernels have no closed-form bound: the certificate is "sampled",
+    convexity_deficit_ is the estimate at the Sobol points, and the warning says so."""
+    X, y = _kinked_data()
+    est = ConvexRegressor(kernel="matern52", sigma=0.3, constraint_points=3, random_state=0)
+    with pytest.warns(NonConvexFitWarning, match="sampled, not proved") as rec:
+        est.fit(X, y)
+    assert "not convex" in str(rec[0].message)
+    cert = next(iter(est.certificate_.values()))
+    assert cert.status == "sampled"
+    assert est.convexity_deficit_ == est.convexity_deficit(relative=True) > 1e-2
+
+
+def test_proved_deficit_reported_without_changing_the_fit(monkeypatch):
+    """The proved figure replaces the sampled one in convexity_deficit_ only: the fit, its
+    certificate and the warnings are those of the sampled figure's fit."""
+    from psdsos.estimators import _convex_certify as cc
+
+    X, y = _kinked_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NonConvexFitWarning)
+        est = ConvexRegressor(random_state=0).fit(X, y)
+    # the previous rule: the sampled figure
+    monkeypatch.setattr(cc, "certify_convexity", lambda e: (
+        cc.convexity_certificate(e),
+        setattr(e, "convexity_deficit_", float(e.convexity_deficit(relative=True)))))
+    old = ConvexRegressor(random_state=0).fit(X, y)
+    np.testing.assert_array_equal(est.predict(X), old.predict(X))
+    assert est.certificate_ == old.certificate_
+    cert = next(iter(est.certificate_.values()))
+    assert cert.status == "certified"
+    assert est.convexity_deficit_ == max(0.0, -cert.relative) > old.convexity_deficit_
 
 
 def test_certified_deficit_survives_save_and_load(tmp_path):

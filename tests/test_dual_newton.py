@@ -275,3 +275,77 @@ def test_psd_regressor_small_lam2_matches_clarabel(rng):
     assert dual.objective_ == pytest.approx(primal.objective_, rel=1e-6)
     P, Q = dual.predict(X), primal.predict(X)
     assert np.abs(P - Q).max() <= 1e-3 * np.abs(M).max()
+
+
+# ---- coupled duals (convex regression, eq. 29): regularized Newton steps ----------------
+def convex_problem(seed, n=30, m=12, rho=1e-4, lam2=1e-5, concave_truth=False):
+    """Convex regression in two features with Nystrom-like few centres: q's curvature has
+    rank n + 3 < m d (d + 1) / 2, so D is flat in many directions."""
+    from psdsos.kernels import get_kernel
+    from psdsos.sos import ConvexRegressionProblem
+
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.0, 1.0, size=(n, 2))
+    f = np.log(np.exp(X @ [1.0, -0.5]) + np.exp(X @ [-0.7, 0.9]) + 1.0)
+    y = (-f if concave_truth else f) + 0.1 * rng.standard_normal(n)
+    Z = rng.uniform(-1.0, 1.0, size=(m, 2))
+    k = get_kernel("gaussian", 0.5)
+    Phi = ExactFeatures(k).fit(Z).transform(Z)
+    E = np.column_stack([np.ones(n), X])
+    return ConvexRegressionProblem(k(X, X), k.hessian(Z, X), Phi, y, E, rho, 0.0, lam2)
+
+
+def relative_residual(pb, G, B):
+    gq = pb.smooth(G)[1]
+    FB = sos_evaluate(pb.Phi, B, pb.d)
+    r = gq - FB
+    return np.sqrt(float(np.vdot(r, r)) / max(float(np.vdot(gq, gq)), float(np.vdot(FB, FB))))
+
+
+@pytest.mark.parametrize("seed, lam2", [(0, 1e-3), (1, 1e-5), (2, 1e-7)])
+def test_coupled_newton_agrees_with_clarabel_and_apg(seed, lam2):
+    pb = convex_problem(seed, lam2=lam2, concave_truth=seed == 1)
+    tol = 1e-7
+    res = solve_dual(pb, tol=tol, max_iter=20000, method="lbfgs")
+    assert res.converged and res.method == "lbfgs"
+    # the certificate of a coupled dual: the gap and the relative residual both <= tol
+    assert abs(res.dual_gap) <= tol
+    assert relative_residual(pb, res.G, res.B) <= tol * (1 + 1e-9)
+    assert np.linalg.eigvalsh(res.B)[0] >= -1e-12 * max(1.0, np.abs(res.B).max())
+    ref = quiet_clarabel(pb, tol=1e-10)
+    assert ref.residual <= 1e-8
+    assert res.primal_objective == pytest.approx(ref.objective, rel=10 * tol)
+    apg = solve_dual(pb, tol=tol, max_iter=200_000, method="apg")
+    assert apg.converged
+    assert res.primal_objective == pytest.approx(apg.primal_objective, rel=10 * tol)
+
+
+def test_auto_on_a_coupled_dual_is_the_hybrid():
+    pb = convex_problem(3, lam2=1e-6)
+    res = solve_dual(pb, tol=1e-7, max_iter=20000, method="auto")
+    assert res.converged and res.method.startswith("auto (")
+    assert abs(res.dual_gap) <= 1e-7 and relative_residual(pb, res.G, res.B) <= 1e-7 * 1.000001
+    # the default method stays the accelerated one
+    assert solve_dual(pb, tol=1e-3).method == "apg"
+
+
+def test_hybrid_falls_back_to_the_accelerated_method(monkeypatch):
+    """Where the Newton steps give up, the last stage restarts the accelerated method from
+    the first stage's point and still reaches the certificate."""
+    import psdsos.solvers._dual as dual_mod
+    import psdsos.solvers._dual_newton as dn
+
+    monkeypatch.setattr(dual_mod, "HYBRID_APG_ITER", 5)
+    monkeypatch.setattr(dn, "_regularized_newton", lambda ev, x0, hessian: (ev(x0), True)[1])
+    pb = convex_problem(4, lam2=1e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # no warning from inner stages
+        res = solve_dual(pb, tol=1e-6, max_iter=50000, method="auto")
+    assert res.converged
+    assert res.method.startswith("auto (5 apg + 1 lbfgs + ") and res.method.endswith(" apg)")
+    ref = solve_dual(pb, tol=1e-6, max_iter=50000, method="apg")
+    assert res.primal_objective == pytest.approx(ref.primal_objective, rel=1e-5)
+    # out of budget: one ConvergenceWarning, the iterations of every stage counted
+    with pytest.warns(ConvergenceWarning):
+        short = solve_dual(pb, tol=1e-12, max_iter=9, method="auto")
+    assert not short.converged and short.n_iter == 9

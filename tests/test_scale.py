@@ -325,7 +325,9 @@ def test_landmark_fit_dual_and_primal_agree_and_round_trip(tmp_path):
     np.testing.assert_array_equal(back.predict(X), dual.predict(X))
     np.testing.assert_array_equal(back.x_box_, dual.x_box_)
     # the certificate is drawn in the data's box, not the centres'
-    assert back.convexity_deficit(relative=True) == dual.convexity_deficit_
+    assert back.convexity_deficit(relative=True) == dual.convexity_deficit(relative=True)
+    assert back.convexity_deficit_ == dual.convexity_deficit_
+    assert back.certificate_ == dual.certificate_
 
 
 def test_auto_centers_switch_with_the_sample_count(monkeypatch):

@@ -231,10 +231,21 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         20,000 cells) or else the smallest value found (``"sampled"``); ``relative``: the
         bound over the curvature scale.  See :class:`ShapeConstrainedRegressor`.
     convexity_deficit_ : float
-        The fit's certificate of convexity between the constraint points:
-        ``convexity_deficit(relative=True)`` at the fit (4096 Sobol points of the training
-        data's bounding box); above :data:`RELATIVE_DEFICIT_TOL` (1e-2) the fit warns
-        with :class:`NonConvexFitWarning`.
+        The fit's convexity deficit between the constraint points, relative to the
+        curvature scale (of concavity when concave).  Which figure it is, the
+        certificate's ``status`` says (``certificate_[name].status``, the one record):
+        ``"certified"``: the proved figure ``max(0, -certificate_[name].relative)``, an
+        upper bound of the deficit over the whole box of the training data (no Hessian
+        eigenvalue there is below ``-convexity_deficit_`` times the scale); ``"sampled"``
+        (no proof: another kernel, representation="exact", more than 20,000 cells, a
+        model file without a certificate): the estimate ``convexity_deficit(relative=True)``
+        at 4096 Sobol points of the box, which a dent between them can exceed.  The same
+        curvature scale either way; the proved figure is never below the sampled one (and
+        exceeds the true deficit by at most about 1e-2, the certificate's tolerance: a
+        fit convex to 0.2% at the points may report 0.011).  When the sampled estimate
+        exceeds :data:`RELATIVE_DEFICIT_TOL` (1e-2) the fit warns with
+        :class:`NonConvexFitWarning`, whose message gives ``convexity_deficit_`` and says
+        whether it is proved or sampled.
 
     Warns
     -----
@@ -243,8 +254,10 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     InaccurateSolutionWarning
         The primal's certificate (gap, residual) falls short of tol.
     NonConvexFitWarning
-        ``convexity_deficit_ > RELATIVE_DEFICIT_TOL``: the Hessian constraint holds at the
-        constraint points only and the fitted function is not convex between them.
+        ``convexity_deficit(relative=True) > RELATIVE_DEFICIT_TOL`` (the deficit at 4096
+        Sobol points): the Hessian constraint holds at the constraint points only and the
+        fitted function is not convex between them; the message gives
+        ``convexity_deficit_`` and says whether it is proved or sampled.
     """
 
     _parameter_constraints = {

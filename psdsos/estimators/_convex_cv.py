@@ -35,12 +35,14 @@ from psdsos._params import (
     validate_params,
     warn_feature_scales,
 )
+from psdsos._persistence import register_loadable
 from psdsos._validation import FloatArray, RandomStateLike
 from psdsos.estimators import _convex_fit as fit_paths
 from psdsos.estimators._common import ITERATIVE_OPTIONS, cv_seed, fitted_input
 from psdsos.estimators._convex import ConvexRegressor
 from psdsos.estimators._convex_certify import RELATIVE_DEFICIT_TOL, NonConvexFitWarning
 from psdsos.estimators._convex_fit import check_fit_input
+from psdsos.estimators._search_common import _SavedSearch, check_groups
 from psdsos.estimators._shape import UncertifiedShapeWarning
 from psdsos.kernels import FeatureScaleWarning, Kernel, scale_bandwidth
 
@@ -92,8 +94,8 @@ class _Splits:
     def __init__(self, splits: list) -> None:
         self.splits = splits
 
-    def split(self, X: Any, y: Any = None) -> Any:
-        return iter(self.splits)
+    def split(self, X: Any, y: Any = None, groups: Any = None) -> Any:
+        return iter(self.splits)  # groups are not used by explicit pairs (as scikit-learn)
 
 
 class _Ranks:
@@ -161,7 +163,8 @@ def is_certified_convex(est: ConvexRegressor) -> bool:
                               for c in cert.values())
 
 
-class ConvexRegressorCV(RegressorMixin, BaseEstimator):
+@register_loadable
+class ConvexRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
     r""":class:`ConvexRegressor` whose bandwidth, regularization and Nystrom rank are chosen
     by cross-validation, keeping a fit certified convex.
 
@@ -216,8 +219,8 @@ class ConvexRegressorCV(RegressorMixin, BaseEstimator):
         features when none is.
     cv : int, CV splitter or iterable of (train, test), default=3
         An int k: ``KFold(k, shuffle=True, random_state=random_state)``, or the single
-        hold-out split beyond 20,000 samples; or any object with ``split``; or
-        (train, test) index arrays.
+        hold-out split beyond 20,000 samples; or any object with ``split(X, y, groups)``
+        (``GroupKFold`` with ``fit(..., groups=g)``); or (train, test) index arrays.
     holdout : float in (0, 1), default=0.2
         The share of the rows held out by the single split of large data.
     fit_intercept, concave
@@ -258,7 +261,8 @@ class ConvexRegressorCV(RegressorMixin, BaseEstimator):
     certified_ : bool
         Whether ``best_estimator_`` is certified convex (above).
     convexity_deficit_ : float
-        That of ``best_estimator_``.
+        That of ``best_estimator_``: proved over the box when its ``certificate_`` is
+        ``"certified"``, else sampled (see :class:`ConvexRegressor`).
     n_splits_ : int
         Splits of the search (1 for the hold-out split).
     n_refits_ : int
@@ -268,6 +272,16 @@ class ConvexRegressorCV(RegressorMixin, BaseEstimator):
         Iterations of the kept refit.
     search_time_, refit_time_ : float
         Seconds of the search and of the refits.
+
+    Notes
+    -----
+    ``save(path)`` writes the fitted search (``best_estimator_``, ``cv_results_`` and the
+    attributes above; no pickle) and :func:`psdsos.load` reads it back: the same
+    predictions, gradients, Hessians, ``certificate_`` and ``convexity_deficit_``.
+    ``cv_results_`` keeps its numeric columns and ``params``; its ``param_<name>`` columns
+    are rebuilt from ``params``.  A scikit-learn splitter as ``cv`` is saved by class and
+    parameters; a custom splitter or a list of splits is not (the loaded ``cv`` is None:
+    give one before refitting).
 
     Warns
     -----
@@ -371,8 +385,8 @@ class ConvexRegressorCV(RegressorMixin, BaseEstimator):
             return [(r, r) for r in rhos]
         return [(r, float(v)) for r in rhos for v in self.lam2s]
 
-    def fit(self, X: ArrayLike, y: ArrayLike,
-            sample_weight: ArrayLike | None = None) -> ConvexRegressorCV:
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None,
+            groups: ArrayLike | None = None) -> ConvexRegressorCV:
         """Search the grid by CV, then refit the best candidates with their certificates.
 
         Parameters
@@ -381,18 +395,30 @@ class ConvexRegressorCV(RegressorMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), optional
             Passed to every fit (the training rows' weights); the scores are unweighted,
-            as GridSearchCV's.
+            as GridSearchCV's.  Rows of weight 0 are dropped (with their ``groups``
+            entries).
+        groups : array-like of shape (n_samples,), optional
+            Group labels of the rows, passed to the splitter's ``split(X, y, groups)`` as
+            scikit-learn's ``GridSearchCV`` passes them: group splitters (``GroupKFold``,
+            ``LeaveOneGroupOut``, ...) hold out whole groups (and raise without them); an
+            int ``cv``, the other splitters and (train, test) pairs ignore them.
 
         Returns
         -------
         self
+
+        Raises
+        ------
+        ValueError
+            ``groups`` not of shape (n_samples,), or a group splitter without ``groups``.
         """
         validate_params(self)
         t_start = time.perf_counter()
         Xv, yv, w = check_fit_input(self, X, y, sample_weight)
+        groups = check_groups(groups, Xv.shape[0], sample_weight)
         warn_feature_scales(self, self.kernel, Xv)  # once here, not from every inner fit
         n, p = Xv.shape
-        folds = list(self._splitter(n).split(Xv, yv))
+        folds = list(self._splitter(n).split(Xv, yv, groups))
         n_train = min(len(tr) for tr, _ in folds)
         ranks = (auto_ranks(n_train, p) if isinstance(self.n_landmarks, str)
                  else [None] if self.n_landmarks is None
@@ -504,14 +530,29 @@ class ConvexRegressorCV(RegressorMixin, BaseEstimator):
             shape = "concave" if self.concave else "convex"
             kind = "concavity" if self.concave else "convexity"
             cert = next(iter(est.certificate_.values()))
-            why = ("its bound is only 'sampled' (not proved)" if cert.status != "certified"
-                   else f"its proved bound is {cert.relative:.3g} of the curvature scale")
+            proved = cert.status == "certified"
+            why = (f"its proved bound is {cert.relative:.3g} of the curvature scale" if proved
+                   else "its bound is only 'sampled' (not proved)")
             warnings.warn(
                 f"none of the {len(refits)} best candidates by CV was certified {shape}; "
                 f"kept the best by CV ({self.best_params_}), whose certificate is not a "
-                f"proof of {kind}: {why}; its sampled relative deficit is "
-                f"{est.convexity_deficit_:.3g} (see certificate_ and convexity_deficit_)",
+                f"proof of {kind}: {why}; its relative deficit is "
+                f"{est.convexity_deficit_:.3g} ({'proved' if proved else 'sampled'}; see "
+                "certificate_ and convexity_deficit_)",
                 UncertifiedShapeWarning, stacklevel=3)
+
+    # ---- persistence (psdsos.load): the file of _SavedSearch ---------------------------------
+    _best_class = ConvexRegressor
+    _fitted_scalars = {
+        "best_index_": "int", "best_score_": "real", "best_sigma_factor_": "real",
+        "certified_": "bool", "n_refits_": "posint", "n_iter_": "int", "n_splits_": "posint",
+        "n_not_converged_": "int", "search_time_": "real", "refit_time_": "real",
+        "n_features_in_": "posint",
+    }
+
+    def _restore_from_best(self, best: Any) -> None:
+        self.certificate_ = best.certificate_
+        self.convexity_deficit_ = best.convexity_deficit_
 
     def predict(self, X: ArrayLike) -> FloatArray:
         """The kept refit's :meth:`ConvexRegressor.predict`."""

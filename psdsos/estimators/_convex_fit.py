@@ -394,7 +394,7 @@ def solve_plan(est, plan, Z):
                 and est.dual_coef_.shape == (Z.shape[0], p, p)):
             init = est.dual_coef_
         res = solve_dual(problem, tol=est.tol, max_iter=est.max_iter, init=init,
-                         verbose=est.verbose)
+                         verbose=est.verbose, method="auto")
         coefs = problem.recover(res.G)
         est.dual_coef_ = res.G
         n_iter = res.n_iter

@@ -36,9 +36,11 @@ from psdsos._params import (
     validate_params,
     warn_feature_scales,
 )
+from psdsos._persistence import register_loadable
 from psdsos._validation import FloatArray, RandomStateLike, validate_data
 from psdsos.estimators._common import ITERATIVE_OPTIONS, cv_seed, fitted_input
 from psdsos.estimators._psd import NegativeTargetWarning, PSDRegressor, psd_sqrt_targets
+from psdsos.estimators._search_common import _SavedSearch, check_groups
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.kernels import FeatureScaleWarning, Kernel, scale_bandwidth
 from psdsos.solvers import dual_hessian
@@ -264,7 +266,8 @@ def _fit_folds(base: PSDRegressor, kernel: Any, sigma: float, lam2s: Sequence[fl
     return out, sum(start[2] for start in starts.values())
 
 
-class PSDRegressorCV(RegressorMixin, BaseEstimator):
+@register_loadable
+class PSDRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
     r""":class:`PSDRegressor` whose kernel, bandwidth and ``lam2`` are chosen by
     cross-validation.
 
@@ -316,7 +319,8 @@ class PSDRegressorCV(RegressorMixin, BaseEstimator):
         The trace weight of every fit (not searched).
     cv : int, "loo" or CV splitter, default=5
         An int k: ``KFold(k, shuffle=True, random_state=random_state)``; ``"loo"``:
-        ``LeaveOneOut()``; or any object with ``split``.
+        ``LeaveOneOut()``; or any object with ``split(X, y, groups)`` (``GroupKFold`` with
+        ``fit(..., groups=g)``).
     scoring : None, str or callable, default=None
         None: minus the mean squared Frobenius error (above; defined on test folds of one
         sample).  A callable ``scoring(estimator, X, y) -> float`` (higher is better), e.g.
@@ -374,6 +378,16 @@ class PSDRegressorCV(RegressorMixin, BaseEstimator):
     search_time_, refit_time_ : float
         Seconds.
     n_features_in_ : int
+
+    Notes
+    -----
+    ``save(path)`` writes the fitted search (``best_estimator_``, ``cv_results_`` and the
+    attributes above; no pickle) and :func:`psdsos.load` reads it back, predicting the
+    same matrices.  ``cv_results_`` keeps its numeric columns and ``params``; its
+    ``param_<name>`` columns are rebuilt from ``params``.  Kernel objects of registered
+    classes are saved by name and bandwidth, a scikit-learn splitter as ``cv`` by class
+    and parameters; a custom splitter or a callable ``scoring`` is not (the loaded value
+    is None: give it again before refitting).
 
     Examples
     --------
@@ -457,8 +471,8 @@ class PSDRegressorCV(RegressorMixin, BaseEstimator):
     def _base(self, tol: float, max_iter: int) -> PSDRegressor:
         return PSDRegressor(lam1=self.lam1, tol=tol, max_iter=max_iter, target=self.target)
 
-    def fit(self, X: ArrayLike, y: ArrayLike,
-            sample_weight: ArrayLike | None = None) -> PSDRegressorCV:
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None,
+            groups: ArrayLike | None = None) -> PSDRegressorCV:
         """Search the grid by CV, then refit the best candidate on all the data.
 
         Parameters
@@ -467,10 +481,20 @@ class PSDRegressorCV(RegressorMixin, BaseEstimator):
         y : array-like of shape (n_samples, d, d) (or (n_samples,), as PSDRegressor)
         sample_weight : array-like of shape (n_samples,), optional
             Passed to every fit (the training rows' weights); the scores are unweighted.
+        groups : array-like of shape (n_samples,), optional
+            Group labels of the rows, passed to the splitter's ``split(X, y, groups)`` as
+            scikit-learn's ``GridSearchCV`` passes them: group splitters (``GroupKFold``,
+            ``LeaveOneGroupOut``, ...) hold out whole groups (and raise without them); an
+            int ``cv``, ``"loo"`` and the other splitters ignore them.
 
         Returns
         -------
         self
+
+        Raises
+        ------
+        ValueError
+            ``groups`` not of shape (n_samples,), or a group splitter without ``groups``.
         """
         validate_params(self)
         t_start = time.perf_counter()
@@ -482,7 +506,8 @@ class PSDRegressorCV(RegressorMixin, BaseEstimator):
         if sample_weight is not None:  # checked as PSDRegressor does; every row kept here
             check_sample_weight(sample_weight, Xv, M, min_positive=2)
             w = _check_sample_weight(sample_weight, Xv)
-        folds = list(self._splitter(n).split(Xv, M))
+        groups = check_groups(groups, n)  # every row kept, those of weight 0 too
+        folds = list(self._splitter(n).split(Xv, M, groups))
         # the targets the model fits: the roots with target="sqrt" (warned about once here)
         M_fit = Mv if self.target != "sqrt" else psd_sqrt_targets(Mv)
         M_fit = M_fit[:, 0, 0] if scalar else M_fit
@@ -589,6 +614,15 @@ class PSDRegressorCV(RegressorMixin, BaseEstimator):
             print(f"PSDRegressorCV: {nc} candidates x {nf} splits in {self.search_time_:.1f} s, "
                   f"refit {self.refit_time_:.1f} s; best {self.best_params_}")
         return self
+
+    # ---- persistence (psdsos.load): the file of _SavedSearch ---------------------------------
+    _best_class = PSDRegressor
+    _fitted_scalars = {
+        "best_index_": "int", "best_score_": "real", "best_sigma_factor_": "real",
+        "n_splits_": "posint", "n_iter_": "int", "n_outputs_": "posint",
+        "n_not_converged_": "int", "n_closed_form_": "int", "search_time_": "real",
+        "refit_time_": "real", "n_features_in_": "posint",
+    }
 
     def predict(self, X: ArrayLike) -> FloatArray:
         """The refitted best estimator's :meth:`PSDRegressor.predict` (PSD matrices)."""

@@ -195,8 +195,17 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     tol, max_iter, random_state, verbose
         As in :class:`ConvexRegressor`.
     warm_start : bool, default=False
-        No effect yet: every fit starts its dual at zero (the rounds of the exchange do
-        start from the previous round's dual point).
+        With the dual solver, a fit that follows a dual fit with the same number of
+        features and the same constraints (the same shapes in the same features, the same
+        ``lower`` and ``upper``) starts where that fit ended: each constraint's initial
+        points are the previous fit's final ``constraint_points_`` (``constraint_points``
+        is then not used) and the dual starts from its final point ``dual_coef_``; the
+        exchange then runs as usual.  Refitting the same data this way costs a few
+        iterations; along a path of ``rho`` / ``lam2`` / ``sigma`` each fit starts near the
+        next one's optimum.  Anything else (other features or constraints, the primal
+        solver, no previous fit) starts cold, silently: the dual at zero on the initial
+        points.  The rounds of the exchange always start from the previous round's dual
+        point.
 
     Attributes
     ----------
@@ -211,6 +220,12 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     constraint_points_ : dict of str -> ndarray
         The final points of each constraint (user's units).
     objective_, n_iter_, dual_gap_, constraint_residual_, n_exchange_
+    dual_coef_ : list of ndarray (m_k, d_k, d_k)
+        The dual solver's final point, one array per constraint (in the order of
+        ``certificate_``; d_k = 1 but for a Hessian block), at the points of
+        ``constraint_points_``, in the standardized units; the start of a warm refit.  Saved
+        with the model (a file written before it existed loads without it and warm-starts
+        cold).  Not set by the primal solver.
 
     Warns
     -----
@@ -308,6 +323,8 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         rng = check_random_state(0 if self.random_state is None else self.random_state)
         self._constraints = constraints
         self.kernel_ = kernel
+        warm = self._warm_start_point(constraints, p)
+        self.__dict__.pop("dual_coef_", None)  # no stale dual point from the previous fit
         if not constraints:
             wv = sf.ridge_solution(data, self.rho)
             self._finish(data, sf.fit_of(data, wv), [], None,
@@ -318,9 +335,11 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         data.points = [np.zeros((0, p)) if con.kind == "value" and self.max_exchange > 0
                        else self._initial_points(data, rng, U)
                        for con in constraints]
-        design = self._design(data.box, rng)
-        n_exchange = 0
+        design = self._design(data.box, rng)  # drawn after the initial points, warm or cold
         init = None
+        if warm is not None:  # the previous fit's final points and dual point
+            data.points, init = warm
+        n_exchange = 0
         total_iter = 0
         while True:
             sol = sf.solve(self, data, constraints, init)
@@ -342,7 +361,35 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
             init = sf.pad_dual(sol.G, data.points, constraints)
         self._finish(data, fit, sol.B, design, sol.objective, total_iter, sol.gap,
                      sol.residual, n_exchange, checks)
+        if sol.G is not None:  # the dual solver's final point (the primal has none)
+            self.dual_coef_ = [np.asarray(G, dtype=np.float64) for G in sol.G]
+            self._warm_key = self._constraint_key(constraints, p)
         return self
+
+    def _constraint_key(self, constraints, p):
+        """What a warm start must share with the previous fit: the number of features, the
+        constraints (names: kind and features) and the bounds' values."""
+        return (int(p), tuple(con.name for con in constraints), self.lower, self.upper)
+
+    def _warm_start_point(self, constraints, p):
+        """With ``warm_start`` and the dual solver, after a dual fit with the same
+        constraints (:meth:`_constraint_key`): (the previous fit's final points of each
+        constraint in this fit's standardized units, its final dual point); else None (a
+        cold start)."""
+        G = getattr(self, "dual_coef_", None)
+        previous = getattr(self, "constraint_points_", None)
+        if (not self.warm_start or self.solver != "dual" or G is None or previous is None
+                or getattr(self, "_warm_key", None) != self._constraint_key(constraints, p)
+                or len(G) != len(constraints)):
+            return None
+        points = []
+        for con, Gk in zip(constraints, G, strict=True):
+            Z = previous.get(con.name)
+            if Z is None or Z.ndim != 2 or Z.shape[1] != p or Gk.shape != (Z.shape[0],
+                                                                          con.d, con.d):
+                return None
+            points.append((Z - self.x_offset_) / self.x_scale_)
+        return points, [np.array(Gk, dtype=np.float64) for Gk in G]
 
     def _search(self, fit, con, design, box):
         """The exchange's step for one constraint: the violators of the design search, or,
@@ -430,6 +477,21 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
                                    for con, Z in zip(self._constraints, data.points, strict=True)}
         self.B_ = [np.asarray(b) for b in B]
         self._certify(fit, data.box, design, checks or {})
+        # predictions from the user-unit attributes, as a loaded model's (the certificates
+        # above are those of the solver's fit; the two differ by rounding only)
+        self._fit_u = self._unit_fit(fit.kernel)
+
+    def _unit_fit(self, kernel_u):
+        """The fitted function in standardized units, rebuilt from the attributes in the
+        user's units (those a saved file holds): the fitted and the loaded model predict
+        from the same numbers, so their predictions are equal to the last bit."""
+        sy, sx = self.y_scale_, self.x_scale_
+        if self.fit_intercept:
+            beta = np.concatenate([[(self.intercept_ + self.coef_ @ self.x_offset_
+                                     - self.y_offset_) / sy], self.coef_ * sx / sy])
+        else:
+            beta = np.zeros(0)
+        return sf.Fit(kernel_u, (self.X_fit_ - self.x_offset_) / sx, self.alpha_ / sy, beta)
 
     def _certify(self, fit, box, design, checks):
         """certificate_ and the certified-shape predictor; ``checks``: the certificates
@@ -597,7 +659,12 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         return {}
 
     def _saved_extra(self):
-        return {"correction": self._correction.to_arrays()}, {
+        arrays = {"correction": self._correction.to_arrays()}
+        # the dual point of each constraint, for warm starts (optional: files written
+        # before it existed load without, and a loaded model then warm-starts cold)
+        for k, G in enumerate(getattr(self, "dual_coef_", None) or []):
+            arrays[f"dual_coef_{k}"] = G
+        return arrays, {
             "fitted": {"kernel": self.kernel_.name, "sigma": float(self.kernel_.sigma)},
             "certificate": {k: v.as_dict() for k, v in self.certificate_.items()},
             "constraint_points": {k: np.asarray(v).tolist()
@@ -614,16 +681,9 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
             raise ValueError(f"array 'x_box' in {source} must hold rows min <= max")
         p = self.X_fit_.shape[1]
         self.n_features_in_ = p
-        sy, sx = self.y_scale_, self.x_scale_
-        if not (sy > 0 and sx > 0):
+        if not (self.y_scale_ > 0 and self.x_scale_ > 0):
             raise ValueError(f"{source}: x_scale_ and y_scale_ must be > 0")
-        if self.fit_intercept:
-            beta = np.concatenate([[(self.intercept_ + self.coef_ @ self.x_offset_
-                                     - self.y_offset_) / sy], self.coef_ * sx / sy])
-        else:
-            beta = np.zeros(0)
-        self._fit_u = sf.Fit(_unit(self.kernel_), (self.X_fit_ - self.x_offset_) / sx,
-                             self.alpha_ / sy, beta)
+        self._fit_u = self._unit_fit(_unit(self.kernel_))
         self._correction = (Correction.from_arrays(np.asarray(arrays["correction"], float))
                             if "correction" in arrays else Correction.identity(p))
         try:
@@ -636,3 +696,23 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
                              f"{exc}") from None
         self._constraints = sf.parse_constraints(self, p)
         self.B_ = []
+        self._restore_dual_point(arrays, source, p)
+
+    def _restore_dual_point(self, arrays, source, p):
+        """dual_coef_ from the arrays ``dual_coef_<k>`` (one per constraint), if any."""
+        if not any(f"dual_coef_{k}" in arrays for k in range(len(self._constraints))):
+            return
+        G = []
+        for k, con in enumerate(self._constraints):
+            name = f"dual_coef_{k}"
+            m = self.constraint_points_.get(con.name, np.zeros((0, p))).shape[0]
+            A = arrays.get(name)
+            if (A is None or A.dtype.kind != "f" or A.shape != (m, con.d, con.d)
+                    or not np.all(np.isfinite(A))):
+                got = "no such array" if A is None else f"dtype {A.dtype}, shape {A.shape}"
+                raise ValueError(f"array {name!r} in {source} must be a finite float array of "
+                                 f"shape ({m}, {con.d}, {con.d}) (the dual point of the "
+                                 f"constraint {con.name}), got {got}")
+            G.append(np.asarray(A, dtype=np.float64))
+        self.dual_coef_ = G
+        self._warm_key = self._constraint_key(self._constraints, p)

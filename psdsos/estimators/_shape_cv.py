@@ -22,9 +22,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, KFold
 
 from psdsos._params import Bool, Interval, PositiveGrid, validate_params, warn_feature_scales
+from psdsos._persistence import register_loadable
 from psdsos._validation import FloatArray, RandomStateLike
 from psdsos.estimators._common import ITERATIVE_OPTIONS, cv_seed, fitted_input
 from psdsos.estimators._convex_fit import check_fit_input
+from psdsos.estimators._search_common import _SavedSearch, check_groups
 from psdsos.estimators._shape import (
     SHAPE_OPTIONS,
     ShapeConstrainedRegressor,
@@ -54,7 +56,8 @@ LAM2_CAP = 1e-7
 CV_POINTS_MAX = 64
 
 
-class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
+@register_loadable
+class ShapeConstrainedRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
     r""":class:`ShapeConstrainedRegressor` whose bandwidth, ``rho`` and ``lam2`` are chosen
     by K-fold cross-validation, keeping a certified candidate.
 
@@ -93,7 +96,8 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
     cv : int or CV splitter, default=3
         An int k: ``KFold(k, shuffle=True, random_state=random_state)`` (shuffled: data
         sorted by a feature would otherwise be extrapolated fold by fold); or any object
-        with ``split`` (e.g. ``KFold``, ``GroupKFold`` is not supported here).
+        with ``split(X, y, groups)`` (e.g. ``KFold``, or ``GroupKFold`` with
+        ``fit(..., groups=g)``).
     fit_intercept, certify_tol, max_exchange, max_cells, extrapolation
         As in :class:`ShapeConstrainedRegressor`, for every fit (the held-out folds are
         predicted with the same extrapolation as the final model).
@@ -156,6 +160,15 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
     n_not_converged_ : int
         CV fits that stopped at ``cv_max_iter`` (counted when the fits run in this
         process, ``n_jobs=None``; 0 otherwise).
+
+    Notes
+    -----
+    ``save(path)`` writes the fitted search (``best_estimator_``, ``cv_results_`` and the
+    attributes above; no pickle) and :func:`psdsos.load` reads it back: the same
+    predictions, gradients, Hessians and certificates.  ``cv_results_`` keeps its numeric
+    columns and ``params``; its ``param_<name>`` columns are rebuilt from ``params``.  A
+    scikit-learn splitter as ``cv`` is saved by class and parameters; a custom splitter is
+    not (the loaded ``cv`` is None: give one before refitting).
 
     Examples
     --------
@@ -252,8 +265,8 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
         raise ValueError(f"cv must be an int >= 2 or a CV splitter (an object with split), "
                          f"got {cv!r}")
 
-    def fit(self, X: ArrayLike, y: ArrayLike,
-            sample_weight: ArrayLike | None = None) -> ShapeConstrainedRegressorCV:
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None,
+            groups: ArrayLike | None = None) -> ShapeConstrainedRegressorCV:
         """Search the grid by CV, then refit the best candidates with certificates.
 
         Parameters
@@ -261,9 +274,25 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), optional
+            Rows of weight 0 are dropped (with their ``groups`` entries).
+        groups : array-like of shape (n_samples,), optional
+            Group labels of the rows, passed to the splitter's ``split(X, y, groups)`` as
+            scikit-learn's ``GridSearchCV`` passes them: group splitters (``GroupKFold``,
+            ``LeaveOneGroupOut``, ...) hold out whole groups (and raise without them); an
+            int ``cv`` and the other splitters ignore them.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            ``groups`` not of shape (n_samples,), or a group splitter without ``groups``.
         """
         validate_params(self)
         Xv, yv, w = check_fit_input(self, X, y, sample_weight)
+        groups = check_groups(groups, Xv.shape[0], sample_weight)
         warn_feature_scales(self, self.kernel, Xv)  # once here, not from every inner fit
         base = self._base(Xv.shape[1])
         scale = scale_bandwidth(Xv)
@@ -283,7 +312,7 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
             # they run in this process
             warnings.simplefilter("always", ConvergenceWarning)
             warnings.simplefilter("ignore", FeatureScaleWarning)  # reported above
-            search.fit(Xv, yv, **({} if w is None else {"sample_weight": w}))
+            search.fit(Xv, yv, groups=groups, **({} if w is None else {"sample_weight": w}))
         self.n_not_converged_ = sum(issubclass(c.category, ConvergenceWarning) for c in caught)
         for c in caught:
             if not issubclass(c.category, ConvergenceWarning):
@@ -339,6 +368,18 @@ class ShapeConstrainedRegressorCV(RegressorMixin, BaseEstimator):
                 f"kept the best by CV, whose constraints {', '.join(sampled)} are only "
                 "'sampled' (see certificate_)", UncertifiedShapeWarning, stacklevel=2)
         return self
+
+    # ---- persistence (psdsos.load): the file of _SavedSearch ---------------------------------
+    _best_class = ShapeConstrainedRegressor
+    _fitted_scalars = {
+        "best_index_": "int", "best_score_": "real", "best_sigma_factor_": "real",
+        "certified_": "bool", "n_refits_": "posint", "n_iter_": "int", "refit_time_": "real",
+        "n_not_converged_": "int", "n_features_in_": "posint",
+    }
+
+    def _restore_from_best(self, best: Any) -> None:
+        self.certificate_ = best.certificate_
+        self.correction_ = best.correction_
 
     def predict(self, X: ArrayLike, raw: bool = False) -> FloatArray:
         """The kept refit's :meth:`ShapeConstrainedRegressor.predict`."""

@@ -101,8 +101,9 @@ _SILENCED = (ConvergenceWarning, NonConvexFitWarning, FeatureScaleWarning)
 
 
 def _not_convex(est):
-    """True when a fitted estimator's certified relative convexity deficit exceeds the
-    tolerance of NonConvexFitWarning (estimators without ``convexity_deficit_``: False)."""
+    """True when a fitted estimator's relative convexity deficit ``convexity_deficit_``
+    (proved where its certificate is "certified", else sampled) exceeds the tolerance of
+    NonConvexFitWarning (estimators without ``convexity_deficit_``: False)."""
     deficit = getattr(est, "convexity_deficit_", None)
     return deficit is not None and float(deficit) > RELATIVE_DEFICIT_TOL
 

@@ -42,8 +42,9 @@ class SearchResult:
         CV fits that stopped at ``max_iter`` (their ``ConvergenceWarning`` is silenced
         inside the search and reported once, with this count).
     n_not_convex : int
-        CV fits of a convex-regression estimator whose certified relative convexity
-        deficit (``convexity_deficit_``) exceeds the tolerance of
+        CV fits of a convex-regression estimator whose relative convexity deficit
+        (``convexity_deficit_``: proved where its certificate is, sampled otherwise)
+        exceeds the tolerance of
         :class:`~psdsos.estimators.NonConvexFitWarning` (their warnings are silenced inside
         the search and reported once, with this count).
     total_n_iter : int

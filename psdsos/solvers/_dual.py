@@ -65,9 +65,11 @@ otherwise (``precondition=False``, absolute, quantile) they are Euclidean, of le
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from psdsos._validation import check_scalar
 from psdsos.solvers._apg import APGState, Certificate, DualResult, Step, run_apg, say
@@ -212,6 +214,9 @@ def solve_dual(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,
         )
     method = _choose_method(problem, caps, method, metric=metric, step_size=step_size,
                             precondition=precondition)
+    if method == "hybrid":
+        return _solve_hybrid(problem, caps, tol=tol, max_iter=max_iter, init=init,
+                             verbose=verbose, history=history)
     if method == "lbfgs":
         return solve_dual_lbfgs(problem, ProblemView(problem, caps), caps, tol=tol,
                                 max_iter=max_iter,
@@ -245,17 +250,21 @@ def _choose_method(problem: Any, caps: Any, method: str | None, *, metric: Any,
     if method not in ("apg", "lbfgs", "auto"):
         raise ValueError(f"method must be 'apg', 'lbfgs', 'auto' or None, got {method!r}")
     why = ("several SoS blocks" if caps.blocks else "a non-smooth q (proximal steps)"
-           if caps.proximal else "coupling constraints" if caps.coupled else "")
+           if caps.proximal else "")
     if method == "lbfgs" or (method == "auto" and metric is not None):
         if why:
             raise ValueError(f"method='lbfgs' (or a metric) takes one SoS block with a smooth "
-                             f"q and no coupling constraint; {type(problem).__name__} has {why}")
+                             f"q; {type(problem).__name__} has {why}")
         return "lbfgs"
     if metric is not None:
         raise ValueError("metric is the first metric of method='lbfgs' (or 'auto'); got "
                          f"method={method!r}")
     if method == "apg" or why or step_size is not None or not precondition:
         return "apg"
+    if caps.coupled:
+        d = int(problem.d)
+        dim = np.asarray(problem.Phi).shape[0] * d * (d + 1) // 2
+        return "hybrid" if dim <= AUTO_MAX_DIM else "apg"
     factor = caps.smooth_hessian_factor() if caps.smooth_hessian_factor is not None else None
     mu, lq = float(problem.strong_convexity()), float(problem.smooth_lipschitz())
     d = int(problem.d)
@@ -440,3 +449,50 @@ def _metric_lipschitz(view, Pinv, n_iter=10):
         est = np.sqrt(float(np.vdot(v, v)))
         h = v
     return max(1.0, 1.05 * est)
+
+
+#: Iterations of the accelerated method before the regularized Newton steps of a coupled
+#: dual (``method="auto"``), and the Newton steps' share of the budget (evaluations).
+HYBRID_APG_ITER = 300
+HYBRID_NEWTON_SHARE = 0.25
+
+
+def _solve_hybrid(problem, caps, *, tol, max_iter, init, verbose, history):
+    """Coupled duals (convex regression), ``method="auto"``: the accelerated method for
+    ``HYBRID_APG_ITER`` iterations; short of tol, regularized Newton steps from its best
+    point (:func:`psdsos.solvers._dual_newton._regularized_newton`) for at most
+    ``HYBRID_NEWTON_SHARE`` of the budget; short of tol again, the accelerated method from
+    the Newton steps' best point for the rest.  Every stage stops on the same certificate
+    (relative gap and residual); the result is the last stage's, with the iterations of
+    all stages."""
+    t0 = time.perf_counter()
+    done = 0
+    parts = []
+    stages = [("apg", min(HYBRID_APG_ITER, max_iter)),
+              ("lbfgs", max(1, int(HYBRID_NEWTON_SHARE * max_iter))), ("apg", max_iter)]
+    res = first = None
+    for k, (meth, budget) in enumerate(stages):
+        budget = min(budget, max_iter - done)
+        if budget <= 0:
+            break
+        last = k == len(stages) - 1 or done + budget >= max_iter
+        with warnings.catch_warnings():
+            if not last:
+                warnings.simplefilter("ignore", ConvergenceWarning)
+            # the last stage restarts from the first one's point: where the Newton steps
+            # fail they drift along flat directions of D, away from the accelerated
+            # method's basin
+            G0 = (init if res is None or first is None
+                  else first.G if last and k > 1 else res.G)
+            res = solve_dual(problem, tol=tol, max_iter=budget, init=G0, verbose=verbose,
+                             history=history, method=meth)
+        done += res.n_iter
+        if k == 0:
+            first = res
+        parts.append(f"{res.n_iter} {meth}")
+        if res.converged or last:
+            break
+    res.n_iter = done
+    res.time = time.perf_counter() - t0
+    res.method = "auto (" + " + ".join(parts) + ")"
+    return res

@@ -91,6 +91,12 @@ _METRIC_CYCLE = 40
 #: In the caller's metric, the certified gap must drop tenfold every this many evaluations
 #: (else a Hessian at the current point).
 _PATIENCE = 10
+#: Regularization tau = _LM_KAPPA ||grad D|| of the Newton steps for coupled duals, and
+#: their largest number of step halvings.
+_LM_KAPPA = 0.1
+_LM_HALVINGS = 30
+_LM_PATIENCE = 200
+_LM_PRUNE = 0.1
 #: L-BFGS-B memory.
 _MAXCOR = 10
 #: Pairs (k, l) of eigenvectors whose terms of the Hessian are bounded in sum by this
@@ -285,9 +291,17 @@ class _Evaluations:
         self.E = symmetric_basis(self.d)
         self.shift = blk.lam1 * np.eye(blk.N)
         self.tol, self.max_iter, self.every, self.t0 = tol, max_iter, every, t0
-        self.obj_floor = 1e-300
+        self.obj_floor, self.res_floor = 1e-300, 0.0
         if caps.dual_floors is not None:
-            self.obj_floor = max(float(caps.dual_floors()[0]), 1e-300)
+            obj_floor, self.res_floor = (float(v) for v in caps.dual_floors())
+            self.obj_floor = max(obj_floor, 1e-300)
+        # coupling constraints (convex regression): the primal point recovered from G
+        # satisfies them only at the optimum, so the certificate also needs the relative
+        # residual (as in the accelerated method)
+        self.coupled = bool(caps.coupled)
+        if self.coupled:
+            g0 = problem.smooth(np.zeros((self.m, self.d, self.d)))[1]
+            self.res_floor = max(self.res_floor, 1e-6 * float(np.vdot(g0, g0)))
         self.count = 0
         self.best: dict[str, Any] = {}
         self.low: dict[str, Any] = {}
@@ -320,7 +334,14 @@ class _Evaluations:
         D = float(q) + negterm
         P = float(self.problem.primal_objective(G, B, FB))
         gap = (P + D) / max(abs(P), abs(D), self.obj_floor)
-        g = self.coords(np.asarray(gq) - FB)
+        grad = np.asarray(gq) - FB
+        g = self.coords(grad)
+        true_gap = gap
+        if self.coupled:
+            res = np.sqrt(float(np.vdot(grad, grad)) / max(
+                float(np.vdot(gq, gq)), float(np.vdot(FB, FB)), self.res_floor, 1e-300))
+            # the certificate: the gap and the residual both <= tol ("gap" below)
+            gap = max(abs(gap), res)
         if self.history is not None:
             self.history["gap"].append(gap)
             self.history["dual"].append(-D)
@@ -328,7 +349,7 @@ class _Evaluations:
         self.last = {"x": x.copy(), "D": D, "g": g, "gap": gap, "w": w, "Q": Q,
                      "scale": abs(float(q)) + negterm}
         if not self.best or gap < self.best["gap"]:
-            self.best = {"gap": gap, "G": G, "B": B, "P": P, "D": D}
+            self.best = {"gap": gap, "G": G, "B": B, "P": P, "D": D, "true_gap": true_gap}
         if not self.low or D < self.low["D"]:
             self.low = self.last
         if self.every and (self.count % self.every == 0 or self.count == 1):
@@ -412,10 +433,10 @@ def solve_dual_lbfgs(problem: Any, view: ProblemView, caps: Any, *, tol: float,
     x0 = np.zeros(dim) if init is None else ev.coords(view.from_init(init))
     stalled = False
 
-    def hessian(cur: dict[str, Any]) -> np.ndarray:
+    def hessian(cur: dict[str, Any], floor: float = 0.0) -> np.ndarray:
         ev.n_hessian += 1
         H = _hessian_from_eig(ev.Phi, d, ev.lam2, cur["w"], cur["Q"], ev.E, _PRUNE,
-                              _PRUNE * max(mu, 0.0))
+                              max(_PRUNE * max(mu, 0.0), floor))
         # mu = 0: a relative floor keeps H definite where D is flat
         H[np.diag_indices_from(H)] += mu if mu > 0 else 1e-12 * max(
             1.0, float(np.max(np.diag(H))))
@@ -423,6 +444,9 @@ def solve_dual_lbfgs(problem: Any, view: ProblemView, caps: Any, *, tol: float,
             H += U @ U.T
         return H
 
+    if ev.coupled and metric is None:
+        stalled = _regularized_newton(ev, x0, hessian)
+        return _result(ev, stalled, tol, max_iter, t0, every, setup_time, stacklevel)
     try:
         ev(x0)
         cur = ev.last
@@ -472,21 +496,78 @@ def solve_dual_lbfgs(problem: Any, view: ProblemView, caps: Any, *, tol: float,
                 fresh = False
     except _Stop:
         pass
+    return _result(ev, stalled, tol, max_iter, t0, every, setup_time, stacklevel)
+
+
+def _result(ev: _Evaluations, stalled: bool, tol: float, max_iter: int, t0: float,
+            every: int, setup_time: float, stacklevel: int) -> DualResult:
     best = ev.best
     converged = ev.converged
+    what = "relative duality gap and residual" if ev.coupled else "relative duality gap"
     if converged:
-        message = f"relative duality gap {best['gap']:.3e} <= tol {tol:g}"
+        message = f"{what} {best['gap']:.3e} <= tol {tol:g}"
     elif stalled:
         message = (f"no further progress (rounding) after {ev.count} evaluations with "
-                   f"relative duality gap {best['gap']:.3e} > tol {tol:g}")
+                   f"{what} {best['gap']:.3e} > tol {tol:g}")
     else:
-        message = (f"maximum number of iterations {max_iter} reached with relative duality "
-                   f"gap {best['gap']:.3e} > tol {tol:g}")
+        message = (f"maximum number of iterations {max_iter} reached with {what} "
+                   f"{best['gap']:.3e} > tol {tol:g}")
     report_end(converged, message, f"{ev.count} iterations ({ev.n_hessian} Hessians)", t0,
-               every, " (quasi-Newton)", stacklevel + 1)
+               every, " (quasi-Newton)", stacklevel + 2)
     return DualResult(
         G=best["G"], B=best["B"], primal_objective=best["P"], dual_objective=-best["D"],
-        dual_gap=best["gap"], n_iter=ev.count, converged=converged, message=message,
+        dual_gap=best["true_gap"], n_iter=ev.count, converged=converged, message=message,
         step_size=1.0, time=time.perf_counter() - t0, history=ev.history,
         setup_time=setup_time, n_hessian=ev.n_hessian, method="lbfgs",
     )
+
+
+def _regularized_newton(ev: _Evaluations, x0: np.ndarray, hessian: Any) -> bool:
+    r"""Regularized semismooth Newton steps for a coupled dual (convex regression).
+
+    There q's curvature has the rank of the expansion (a few dozen) while the dual has
+    m d (d + 1) / 2 coordinates, and D is nearly flat in the directions where neither q
+    nor the active negative part acts: the minimizers are not isolated (the multipliers of
+    the Hessian constraints need not be unique), and a quasi-Newton model in a nearly
+    singular metric takes wild steps.  Each step here solves
+    :math:`(\mathbf H + \tau\mathbf I)\,\delta = -\nabla D` with
+    :math:`\tau = \kappa\|\nabla D\|` (a Levenberg-Marquardt regularization: fast local
+    convergence without isolated solutions under an error bound, Li, Fukushima, Qi and
+    Yamashita, Comput. Optim. Appl. 26, 2003), with Armijo backtracking on D.  Returns
+    True when a step finds no decrease (rounding).
+    """
+    try:
+        ev(x0)
+        cur = ev.last
+        mark, mark_err = ev.count, ev.best["gap"]
+        while True:
+            if ev.count - mark >= _LM_PATIENCE:
+                # the certified error must halve every _LM_PATIENCE evaluations: slower
+                # progress is the drift towards a minimizer at infinity (flat directions)
+                if ev.best["gap"] > 0.5 * mark_err:
+                    return True
+                mark, mark_err = ev.count, ev.best["gap"]
+            g = cur["g"]
+            tau = _LM_KAPPA * float(np.linalg.norm(g))
+            # terms of the Hessian bounded in sum by a fraction of tau are left out: the
+            # regularization dominates them
+            H = hessian(cur, _LM_PRUNE * tau)
+            H[np.diag_indices_from(H)] += tau
+            try:
+                L = sla.cholesky(H, lower=True, check_finite=False)
+            except np.linalg.LinAlgError:
+                H[np.diag_indices_from(H)] += 1e-10 * float(np.max(np.abs(np.diag(H))))
+                L = sla.cholesky(H, lower=True, check_finite=False)
+            dx = -sla.cho_solve((L, True), g, check_finite=False)
+            dec = -float(g @ dx)
+            t = 1.0
+            for _ in range(_LM_HALVINGS):
+                D1, _g1 = ev(cur["x"] + t * dx)
+                if D1 <= cur["D"] - 1e-4 * t * dec:
+                    break
+                t *= 0.5
+            else:
+                return True
+            cur = ev.last
+    except _Stop:
+        return False
