@@ -15,7 +15,8 @@ cap, and the selected candidate.  One BLAS thread (threadpoolctl).
 
 Usage::
 
-    python benchmarks/convex_fit_cli.py [--rows 600] [--methods auto,apg]
+    python benchmarks/convex_fit_cli.py [--rows 600] [--methods auto,apg] [--out FILE.md]
+    python benchmarks/convex_fit_cli.py --quick     # 120 rows, one candidate (a smoke test)
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 
-def run(csv, method):
+def run(csv, method, extra=()):
     import psdsos.estimators._convex_fit as cf
     from psdsos.cli import main
     from psdsos.solvers import solve_dual
@@ -52,7 +53,7 @@ def run(csv, method):
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
             try:
-                main(["convex-fit", csv, "--target", "gsp", "--concave", "--quiet"])
+                main(["convex-fit", csv, "--target", "gsp", "--concave", "--quiet", *extra])
             except SystemExit:
                 pass
     finally:
@@ -67,22 +68,38 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=600)
     ap.add_argument("--methods", default="auto,apg")
+    ap.add_argument("--quick", action="store_true",
+                    help="120 rows, one candidate, 2 folds (a smoke test)")
+    ap.add_argument("--out", default=None, help="also write the table there (markdown)")
     args = ap.parse_args()
+    extra = ()
+    if args.quick:  # one candidate, 2 folds
+        args.rows, args.methods = 120, "auto"
+        extra = ("--sigma", "1", "--rho", "1e-3", "--lam2", "1e-3", "--cv", "2")
     from psdsos.datasets import load_production
 
     b = load_production()
     X, y = b["data"][: args.rows], b["target"][: args.rows]
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} logical "
-          f"cores, 1 BLAS thread; numpy {np.__version__}")
+    head = (f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} "
+            f"logical cores, 1 BLAS thread; numpy {np.__version__}; first {args.rows} rows")
+    lines = ["| method | wall time (s) | fits | stopped at their cap | selected |",
+             "|---|---|---|---|---|"]
+    print(head)
+    print("\n".join(lines), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         csv = os.path.join(tmp, "production.csv")
         np.savetxt(csv, np.column_stack([X, y]), delimiter=",",
                    header=",".join([*b["feature_names"], b["target_name"]]), comments="")
         with threadpool_limits(1):
             for method in args.methods.split(","):
-                wall, n, bad, selected = run(csv, method)
-                print(f"{method:5s}: {wall:7.1f} s, {n} fits, {bad} stopped at their "
-                      f"iteration cap; {selected}", flush=True)
+                wall, n, bad, selected = run(csv, method, extra)
+                row = (f"| {method} | {wall:.1f} | {n} | {bad} | "
+                       f"{selected.removeprefix('selected: ')} |")
+                lines.append(row)
+                print(row, flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(head + "\n\n" + "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -213,9 +213,11 @@ def test_argument_errors(rng):
     huber = PSDLossProblem(features("exact", X), M, 0.0, 1e-3, get_loss("huber", delta=0.1))
     with pytest.raises(ValueError, match="non-smooth"):
         solve_dual(huber, method="lbfgs")
+    # a problem given as blocks (here one) takes the same steps
     blocks = _one_block_problem(pb)
-    with pytest.raises(ValueError, match="several SoS blocks"):
-        solve_dual(blocks, method="lbfgs")
+    a = solve_dual(blocks, method="lbfgs", tol=1e-9)
+    b = solve_dual(pb, method="lbfgs", tol=1e-9)
+    assert a.converged and a.primal_objective == pytest.approx(b.primal_objective, rel=2e-9)
     assert MAX_DIM >= AUTO_MAX_DIM
 
 

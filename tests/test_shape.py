@@ -51,8 +51,11 @@ CONSTRAINT_SETS = {
 
 @pytest.mark.parametrize("name", sorted(CONSTRAINT_SETS))
 @pytest.mark.parametrize("intercept", [True, False])
-def test_dual_matches_cvxpy_primal(name, intercept):
-    """Every combination: the multi-block dual reaches the CVXPY primal's optimum (same points)."""
+@pytest.mark.parametrize("method", ["apg", "auto", "lbfgs"])
+def test_dual_matches_cvxpy_primal(name, intercept, method):
+    """Every combination: the multi-block dual reaches the CVXPY primal's optimum (same points),
+    with the accelerated method, the Newton steps (one Hessian block per constraint) and the
+    hybrid of the two (``method="auto"``, the estimator's choice for small duals)."""
     rng = np.random.default_rng(1)
     n, p = 30, 2
     X = rng.uniform(-1, 1, (n, p))
@@ -69,8 +72,9 @@ def test_dual_matches_cvxpy_primal(name, intercept):
     problem = ShapeRegressionProblem(np.hstack([E, R.T]), y, n, E.shape[1], 1e-3, 1e-3, 1e-2,
                                      blocks)
     tol = 1e-9
-    res = solve_dual(problem, tol=tol, max_iter=20000)
+    res = solve_dual(problem, tol=tol, max_iter=20000, method=method)
     assert res.converged
+    assert res.method.startswith("auto (" if method == "auto" else method)
     w = problem.recover(list(res.G))
     obj = problem.objective(w, list(res.B))
     ref, w_ref = _primal_reference(problem)

@@ -263,7 +263,7 @@ def solve(est: Any, data: ShapeData, constraints: list[ShapeConstraint],
                         problem.constraint_residual(w, B))
     start = None if init is None else [init[k] for k in active]
     res = solve_dual(problem, tol=est.tol, max_iter=est.max_iter, init=start,
-                     verbose=est.verbose)
+                     verbose=est.verbose, method="auto")
     G = list(res.G)
     w = problem.recover(G)
     for k, Gk in zip(active, G, strict=True):

@@ -173,10 +173,17 @@ def solve_dual(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,
         None: ``"lbfgs"`` when a ``metric`` is given, else ``"apg"``.
         ``"apg"``: the accelerated gradient method above.  ``"lbfgs"``: quasi-Newton steps,
         scipy's L-BFGS-B in the metric of the generalized Hessian of D, formed densely and
-        refreshed every few evaluations (:mod:`psdsos.solvers._dual_newton`; one SoS block
-        with a smooth q, not coupled): a few dozen evaluations where the accelerated
+        refreshed every few evaluations (:mod:`psdsos.solvers._dual_newton`; a smooth q,
+        one or several SoS blocks): a few dozen evaluations where the accelerated
         method needs thousands (small lam2), for a dual dimension m d (d + 1) / 2 up to a
-        few hundred.  ``"auto"``: ``"lbfgs"`` when the problem qualifies, its q has the
+        few hundred; for coupled problems (convex and shape-constrained regression)
+        Levenberg-Marquardt-regularized Newton steps instead, (H + tau I) delta = -grad D
+        with tau = 0.1 ||grad D||, stopping on the gap and the residual.
+        ``"auto"``: for a coupled problem of dual dimension at most ``AUTO_MAX_DIM``, 300
+        accelerated iterations, then those Newton steps (at most a quarter of max_iter),
+        then, if they stop short, the accelerated method from the first stage's point
+        (``method`` of the result: ``"auto (300 apg + 41 lbfgs)"``, ...); otherwise
+        ``"lbfgs"`` when the problem qualifies, its q has the
         curvature mu I (``strong_convexity() == smooth_lipschitz()``: PSD least squares),
         the dual dimension is at most ``AUTO_MAX_DIM`` (600) and the conditioning
         :math:`\lambda_{\max}(\mathbf K_\Phi\circ\mathbf K_\Phi) / (\mu\lambda_2)` is
@@ -219,8 +226,7 @@ def solve_dual(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,
                              verbose=verbose, history=history)
     if method == "lbfgs":
         return solve_dual_lbfgs(problem, ProblemView(problem, caps), caps, tol=tol,
-                                max_iter=max_iter,
-                                init=None if init is None else np.asarray(init),
+                                max_iter=max_iter, init=init,
                                 metric=metric, verbose=verbose, history=history)
     if caps.proximal:
         qset = caps.quadratic_set() if caps.quadratic_set is not None else None
@@ -249,12 +255,11 @@ def _choose_method(problem: Any, caps: Any, method: str | None, *, metric: Any,
         method = "apg" if metric is None else "lbfgs"
     if method not in ("apg", "lbfgs", "auto"):
         raise ValueError(f"method must be 'apg', 'lbfgs', 'auto' or None, got {method!r}")
-    why = ("several SoS blocks" if caps.blocks else "a non-smooth q (proximal steps)"
-           if caps.proximal else "")
+    why = "a non-smooth q (proximal steps)" if caps.proximal else ""
     if method == "lbfgs" or (method == "auto" and metric is not None):
         if why:
-            raise ValueError(f"method='lbfgs' (or a metric) takes one SoS block with a smooth "
-                             f"q; {type(problem).__name__} has {why}")
+            raise ValueError(f"method='lbfgs' (or a metric) takes a smooth q; "
+                             f"{type(problem).__name__} has {why}")
         return "lbfgs"
     if metric is not None:
         raise ValueError("metric is the first metric of method='lbfgs' (or 'auto'); got "
@@ -262,9 +267,11 @@ def _choose_method(problem: Any, caps: Any, method: str | None, *, metric: Any,
     if method == "apg" or why or step_size is not None or not precondition:
         return "apg"
     if caps.coupled:
-        d = int(problem.d)
-        dim = np.asarray(problem.Phi).shape[0] * d * (d + 1) // 2
+        blocks = problem.blocks if caps.blocks else [problem]
+        dim = sum(np.asarray(b.Phi).shape[0] * int(b.d) * (int(b.d) + 1) // 2 for b in blocks)
         return "hybrid" if dim <= AUTO_MAX_DIM else "apg"
+    if caps.blocks:
+        return "apg"
     factor = caps.smooth_hessian_factor() if caps.smooth_hessian_factor is not None else None
     mu, lq = float(problem.strong_convexity()), float(problem.smooth_lipschitz())
     d = int(problem.d)

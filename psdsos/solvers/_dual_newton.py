@@ -139,17 +139,24 @@ def from_symmetric_coordinates(x: np.ndarray, d: int) -> np.ndarray:
     return np.einsum("jt,tab->jab", np.asarray(x, dtype=np.float64).reshape(-1, len(E)), E)
 
 
-def _curvature_of_q(problem: Any, caps: Any, m: int, d: int,
-                    E: np.ndarray) -> tuple[float, np.ndarray | None]:
-    r"""(mu, U) with :math:`\nabla^2 q \approx \mu I + UU^T` in the symmetric coordinates:
+def _curvature_of_q(problem: Any, caps: Any, shapes: list[tuple[int, int]],
+                    Es: list[np.ndarray]) -> tuple[float, np.ndarray | None]:
+    r"""(mu, U) with :math:`\nabla^2 q \approx \mu I + UU^T` in the symmetric coordinates
+    (the blocks' coordinates one after the other; ``shapes`` the blocks' (m_k, d_k)):
     exact for PSD least squares (mu = n, U = None) and for problems that describe their
-    curvature (``smooth_hessian_factor``); otherwise the bound ``curvature_shift`` or the
-    strong convexity modulus (a metric only)."""
+    curvature (``smooth_hessian_factor``, on the blocks' entries one after the other);
+    otherwise the bound ``curvature_shift`` or the strong convexity modulus (a metric
+    only)."""
     U = caps.smooth_hessian_factor() if caps.smooth_hessian_factor is not None else None
     if U is not None:
         mu = float(problem.strong_convexity())
-        Uc = np.einsum("jabk,tab->jtk", np.asarray(U).reshape(m, d, d, -1), E)
-        return mu, Uc.reshape(m * len(E), -1)
+        U = np.asarray(U)
+        parts, o = [], 0
+        for (m, d), E in zip(shapes, Es, strict=True):
+            Uk = U[o:o + m * d * d].reshape(m, d, d, -1)
+            o += m * d * d
+            parts.append(np.einsum("jabk,tab->jtk", Uk, E).reshape(m * len(E), -1))
+        return mu, np.vstack(parts)
     if caps.curvature_shift is not None:
         return float(caps.curvature_shift()), None
     return float(problem.strong_convexity()), None
@@ -263,7 +270,7 @@ def dual_hessian(problem: Any, G: np.ndarray, *, prune: float = _PRUNE) -> np.nd
     G = np.asarray(G, dtype=np.float64).reshape(Phi.shape[0], d, d)
     G = 0.5 * (G + G.transpose(0, 2, 1))
     E = symmetric_basis(d)
-    mu, U = _curvature_of_q(problem, caps, Phi.shape[0], d, E)
+    mu, U = _curvature_of_q(problem, caps, [(Phi.shape[0], d)], [E])
     S = sos_adjoint(Phi, G) + float(problem.lam1) * np.eye(Phi.shape[1] * d)
     w, Q = np.linalg.eigh(S)
     H = _hessian_from_eig(Phi, d, float(problem.lam2), w, Q, E, prune, prune * mu)
@@ -278,18 +285,22 @@ class _Stop(Exception):
 
 
 class _Evaluations:
-    """D, its gradient and the certificate at a point (one eigendecomposition), with the
-    bookkeeping: the best certified point, the point of lowest D, the last point, the
-    budget."""
+    """D, its gradient and the certificate at a point (one eigendecomposition per SoS
+    block), with the bookkeeping: the best certified point, the point of lowest D, the last
+    point, the budget.  The point x is the blocks' symmetric coordinates one after the
+    other."""
 
     def __init__(self, problem: Any, view: ProblemView, caps: Any, *, tol: float,
                  max_iter: int, every: int, t0: float, history: bool) -> None:
-        self.problem = problem
-        blk = view.blocks[0]
-        self.Phi, self.d, self.lam2 = blk.Phi, blk.d, blk.lam2
-        self.m = blk.m
-        self.E = symmetric_basis(self.d)
-        self.shift = blk.lam1 * np.eye(blk.N)
+        self.problem, self.view = problem, view
+        self.blocks = view.blocks
+        self.Es = [symmetric_basis(b.d) for b in self.blocks]
+        self.shapes = [(b.m, int(b.d)) for b in self.blocks]
+        self.shifts = [b.lam1 * np.eye(b.N) for b in self.blocks]
+        self.offsets = [0]
+        for (m, _), E in zip(self.shapes, self.Es, strict=True):
+            self.offsets.append(self.offsets[-1] + m * len(E))
+        self.dim = self.offsets[-1]
         self.tol, self.max_iter, self.every, self.t0 = tol, max_iter, every, t0
         self.obj_floor, self.res_floor = 1e-300, 0.0
         if caps.dual_floors is not None:
@@ -300,7 +311,7 @@ class _Evaluations:
         # residual (as in the accelerated method)
         self.coupled = bool(caps.coupled)
         if self.coupled:
-            g0 = problem.smooth(np.zeros((self.m, self.d, self.d)))[1]
+            g0 = view.smooth(np.zeros(view.layout.size))[1]
             self.res_floor = max(self.res_floor, 1e-6 * float(np.vdot(g0, g0)))
         self.count = 0
         self.best: dict[str, Any] = {}
@@ -310,31 +321,44 @@ class _Evaluations:
         self.converged = False
         self.n_hessian = 0
 
-    def matrices(self, x: np.ndarray) -> np.ndarray:
-        return np.einsum("jt,tab->jab", x.reshape(self.m, -1), self.E)
+    def matrices(self, x: np.ndarray) -> list[np.ndarray]:
+        """The blocks' matrices (m_k, d_k, d_k) of the coordinates x."""
+        o = self.offsets
+        return [np.einsum("jt,tab->jab", x[o[k]:o[k + 1]].reshape(m, -1), E)
+                for k, ((m, _), E) in enumerate(zip(self.shapes, self.Es, strict=True))]
 
-    def coords(self, G: np.ndarray) -> np.ndarray:
-        G = np.asarray(G, dtype=np.float64).reshape(self.m, self.d, self.d)
-        return np.einsum("jab,tab->jt", G, self.E).reshape(-1)
+    def coords(self, flat: np.ndarray) -> np.ndarray:
+        """The coordinates of the view's flat vector of the blocks' matrices."""
+        parts = self.view.layout.split(np.asarray(flat, dtype=np.float64).reshape(-1))
+        return np.concatenate([
+            np.einsum("jab,tab->jt", G.reshape(m, d, d), E).reshape(-1)
+            for G, (m, d), E in zip(parts, self.shapes, self.Es, strict=True)])
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         if self.count >= self.max_iter:
             raise _Stop
         self.count += 1
-        G = self.matrices(x)
-        S = sos_adjoint(self.Phi, G) + self.shift
-        w, Q = np.linalg.eigh(S)
-        neg = w < 0
-        Qn = Q[:, neg]
-        B = (Qn * (-w[neg])) @ Qn.T / self.lam2
-        B = 0.5 * (B + B.T)
-        FB = sos_evaluate(self.Phi, B, self.d)
-        q, gq = self.problem.smooth(G)
-        negterm = float(np.sum(w[neg] ** 2)) / (2.0 * self.lam2)
+        Gs = self.matrices(x)
+        ws, Qs, Bs, FBs = [], [], [], []
+        negterm = 0.0
+        for b, G, shift in zip(self.blocks, Gs, self.shifts, strict=True):
+            w, Q = np.linalg.eigh(sos_adjoint(b.Phi, G) + shift)
+            neg = w < 0
+            Qn = Q[:, neg]
+            B = (Qn * (-w[neg])) @ Qn.T / b.lam2
+            B = 0.5 * (B + B.T)
+            ws.append(w)
+            Qs.append(Q)
+            Bs.append(B)
+            FBs.append(sos_evaluate(b.Phi, B, b.d))
+            negterm += float(np.sum(w[neg] ** 2)) / (2.0 * b.lam2)
+        flat = self.view.layout.join(Gs)
+        q, gq = self.view.smooth(flat)
         D = float(q) + negterm
-        P = float(self.problem.primal_objective(G, B, FB))
+        FB = self.view.layout.join(FBs)
+        P = float(self.view.primal_objective(flat, Bs, FBs))
         gap = (P + D) / max(abs(P), abs(D), self.obj_floor)
-        grad = np.asarray(gq) - FB
+        grad = gq - FB
         g = self.coords(grad)
         true_gap = gap
         if self.coupled:
@@ -346,10 +370,12 @@ class _Evaluations:
             self.history["gap"].append(gap)
             self.history["dual"].append(-D)
         # scale: the size of the terms of D (its rounding error is about eps times it)
-        self.last = {"x": x.copy(), "D": D, "g": g, "gap": gap, "w": w, "Q": Q,
+        self.last = {"x": x.copy(), "D": D, "g": g, "gap": gap, "w": ws, "Q": Qs,
                      "scale": abs(float(q)) + negterm}
         if not self.best or gap < self.best["gap"]:
-            self.best = {"gap": gap, "G": G, "B": B, "P": P, "D": D, "true_gap": true_gap}
+            G_out, B_out = self.view.result(flat, Bs)
+            self.best = {"gap": gap, "G": G_out, "B": B_out, "P": P, "D": D,
+                         "true_gap": true_gap}
         if not self.low or D < self.low["D"]:
             self.low = self.last
         if self.every and (self.count % self.every == 0 or self.count == 1):
@@ -401,7 +427,7 @@ def _lbfgs_cycle(ev: _Evaluations, cur: dict[str, Any], L: np.ndarray, cycle: in
 
 
 def solve_dual_lbfgs(problem: Any, view: ProblemView, caps: Any, *, tol: float,
-                     max_iter: int, init: np.ndarray | None, metric: np.ndarray | None,
+                     max_iter: int, init: Any, metric: np.ndarray | None,
                      verbose: bool | int, history: bool, stacklevel: int = 2) -> DualResult:
     """The quasi-Newton method of the module docstring (called by
     :func:`psdsos.solvers.solve_dual` with ``method="lbfgs"``; arguments as there).
@@ -413,30 +439,33 @@ def solve_dual_lbfgs(problem: Any, view: ProblemView, caps: Any, *, tol: float,
     every = 100 if verbose is True else int(verbose or 0)
     ev = _Evaluations(problem, view, caps, tol=tol, max_iter=max_iter, every=every, t0=t0,
                       history=history)
-    m, d = ev.m, ev.d
-    dim = m * len(ev.E)
+    dim = ev.dim
+    what = " + ".join(f"{m} points of size {d}" for m, d in ev.shapes)
     if dim > MAX_DIM:
         raise ValueError(f"method='lbfgs' forms dense Hessians of the dual dimension m d (d + 1) "
-                         f"/ 2 = {dim} > {MAX_DIM} ({m} points of size {d}); use method='apg'")
-    mu, U = _curvature_of_q(problem, caps, m, d, ev.E)
+                         f"/ 2 = {dim} > {MAX_DIM} ({what}); use method='apg'")
+    mu, U = _curvature_of_q(problem, caps, ev.shapes, ev.Es)
     if metric is not None:
         metric = np.asarray(metric, dtype=np.float64)
         if metric.shape != (dim, dim) or not np.all(np.isfinite(metric)):
             raise ValueError(f"metric must be a finite ({dim}, {dim}) matrix (the dual "
-                             f"dimension m d (d + 1) / 2 of {m} points of size {d}), got "
+                             f"dimension m d (d + 1) / 2 of {what}), got "
                              f"shape {metric.shape}")
     if every:
-        say(f"{type(problem).__name__}: {m} blocks of size {d} x {d}, dual dimension {dim}, "
-            f"B of size {ev.Phi.shape[1] * d}; quasi-Newton (L-BFGS-B in the metric of the "
-            f"generalized Hessian); tol {tol:g}, max_iter {max_iter}")
+        say(f"{type(problem).__name__}: {what}, dual dimension {dim}; quasi-Newton (L-BFGS-B "
+            f"in the metric of the generalized Hessian); tol {tol:g}, max_iter {max_iter}")
     setup_time = time.perf_counter() - t0
     x0 = np.zeros(dim) if init is None else ev.coords(view.from_init(init))
     stalled = False
 
     def hessian(cur: dict[str, Any], floor: float = 0.0) -> np.ndarray:
         ev.n_hessian += 1
-        H = _hessian_from_eig(ev.Phi, d, ev.lam2, cur["w"], cur["Q"], ev.E, _PRUNE,
-                              max(_PRUNE * max(mu, 0.0), floor))
+        H = np.zeros((dim, dim))
+        o = ev.offsets
+        for k, b in enumerate(ev.blocks):
+            H[o[k]:o[k + 1], o[k]:o[k + 1]] = _hessian_from_eig(
+                b.Phi, int(b.d), b.lam2, cur["w"][k], cur["Q"][k], ev.Es[k], _PRUNE,
+                max(_PRUNE * max(mu, 0.0), floor))
         # mu = 0: a relative floor keeps H definite where D is flat
         H[np.diag_indices_from(H)] += mu if mu > 0 else 1e-12 * max(
             1.0, float(np.max(np.diag(H))))
