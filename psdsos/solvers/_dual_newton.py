@@ -452,8 +452,11 @@ def solve_dual_lbfgs(problem: Any, view: ProblemView, caps: Any, *, tol: float,
                              f"dimension m d (d + 1) / 2 of {what}), got "
                              f"shape {metric.shape}")
     if every:
-        say(f"{type(problem).__name__}: {what}, dual dimension {dim}; quasi-Newton (L-BFGS-B "
-            f"in the metric of the generalized Hessian); tol {tol:g}, max_iter {max_iter}")
+        sizes = " + ".join(f"{m} blocks of size {d} x {d}" for m, d in ev.shapes)
+        Bs = " + ".join(str(b.N) for b in ev.blocks)
+        say(f"{type(problem).__name__}: {sizes}, dual dimension {dim}, B of size {Bs}; "
+            f"quasi-Newton (L-BFGS-B in the metric of the generalized Hessian); tol {tol:g}, "
+            f"max_iter {max_iter}")
     setup_time = time.perf_counter() - t0
     x0 = np.zeros(dim) if init is None else ev.coords(view.from_init(init))
     stalled = False
