@@ -36,7 +36,7 @@ from psdsos.kernels import KERNELS, Kernel, LinearKernel
 
 __all__ = ["save_npz", "load_npz", "load", "register_loadable", "register_loader",
            "SavedEstimator", "SavedArray", "SavedScalar", "label_array", "atomic_write",
-           "arrays_digest", "npz_path", "embed_estimator", "load_embedded"]
+           "arrays_digest", "npz_path", "embed_estimator", "load_embedded", "kernel_by_name"]
 
 FORMAT_VERSION = 1
 T = TypeVar("T")
@@ -386,6 +386,17 @@ def _saved_params(cls, params, arrays, source):
     return params
 
 
+def kernel_by_name(kernel: Kernel, owner: str) -> tuple[str, float]:
+    """(name, bandwidth) under which a Kernel object of a registered class is saved; a
+    ValueError naming ``owner`` for any other kernel object (saved models never use
+    pickle)."""
+    if type(kernel) not in KERNELS.values():
+        raise ValueError(f"cannot save {owner} with a custom kernel object {kernel!r}: only "
+                         "kernels registered with psdsos.kernels.register_kernel are saved "
+                         "(by name)")
+    return kernel.name, float(kernel.sigma)
+
+
 def _encode_params(owner, params, arrays):
     """The constructor parameters as JSON values; array-valued ones go to ``arrays``.
 
@@ -398,14 +409,7 @@ def _encode_params(owner, params, arrays):
         if isinstance(v, LinearKernel):
             v = v.name
         if isinstance(v, Kernel):
-            if type(v) not in KERNELS.values():
-                raise ValueError(
-                    f"cannot save {owner} with a custom kernel object "
-                    f"{v!r}: only kernels registered with psdsos.kernels.register_kernel are "
-                    "saved (by name)"
-                )
-            kernel_sigma = float(v.sigma)
-            v = v.name
+            v, kernel_sigma = kernel_by_name(v, owner)
         if isinstance(v, np.random.Generator):
             v = None
         if isinstance(v, np.ndarray) and v.ndim > 0:

@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from psdsos._persistence import SavedEstimator, embed_estimator, load_embedded
+from psdsos._persistence import SavedEstimator, embed_estimator, kernel_by_name, load_embedded
 from psdsos._validation import PathLike
-from psdsos.kernels import KERNELS, Kernel, get_kernel
+from psdsos.kernels import Kernel, get_kernel
 
 __all__: list[str] = []
 
@@ -72,14 +72,6 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _kernel_by_name(value: Kernel, owner: str) -> tuple[str, float]:
-    if type(value) not in KERNELS.values():
-        raise ValueError(f"cannot save {owner} with a custom kernel object {value!r}: only "
-                         "kernels registered with psdsos.kernels.register_kernel are saved "
-                         "(by name)")
-    return value.name, float(value.sigma)
-
-
 def _splitter_spec(cv: Any) -> dict[str, Any] | None:
     """{"class", "params"} of a scikit-learn splitter of :data:`SPLITTERS` whose parameters
     are JSON values, else None."""
@@ -118,7 +110,7 @@ def _encode_value(value: Any, owner: str) -> Any:
     """A value of ``cv_results_["params"]`` as JSON (a Kernel object by name and bandwidth)."""
     value = _plain(value)
     if isinstance(value, Kernel):
-        name, sigma = _kernel_by_name(value, owner)
+        name, sigma = kernel_by_name(value, owner)
         return {"kernel": name, "sigma": sigma}
     if value is None or isinstance(value, _JSON_SCALARS):
         return value
@@ -232,9 +224,9 @@ class _SavedSearch(SavedEstimator):
                 continue
             value = getattr(self, name)
             if isinstance(value, Kernel):
-                params[name], sigmas[name] = _kernel_by_name(value, owner)
+                params[name], sigmas[name] = kernel_by_name(value, owner)
             elif name == "kernels" and not isinstance(value, str):
-                pairs = [_kernel_by_name(k, owner) if isinstance(k, Kernel) else (k, None)
+                pairs = [kernel_by_name(k, owner) if isinstance(k, Kernel) else (k, None)
                          for k in value]
                 params[name] = [k for k, _ in pairs]
                 if any(s is not None for _, s in pairs):

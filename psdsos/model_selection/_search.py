@@ -39,6 +39,7 @@ from sklearn.model_selection import KFold, LeaveOneOut, ParameterGrid
 from sklearn.utils.validation import _check_sample_weight
 
 from psdsos.estimators import RELATIVE_DEFICIT_TOL, NonConvexFitWarning
+from psdsos.estimators._search_common import check_groups
 from psdsos.model_selection._path import _SILENCED, PATH_PARAMS, _fit_path, _group_candidates
 from psdsos.model_selection._path import _path_order as _path_order
 from psdsos.model_selection._progress import check_verbose, progress_bar
@@ -173,11 +174,7 @@ def _check_indices(idx, n, k, which):
 def _splits(cv, X, M, groups):
     """The validated list of (train, test) index arrays of ``cv``."""
     n = len(X)
-    if groups is not None:
-        groups = np.asarray(groups)
-        if groups.ndim != 1 or len(groups) != n:
-            raise ValueError(f"groups must hold one label per sample: expected shape ({n},), "
-                             f"got shape {groups.shape}")
+    groups = check_groups(groups, n)
     splitter = _check_cv(cv, n)
     if isinstance(splitter, list):
         raw = splitter  # groups are not used by explicit pairs (as scikit-learn)

@@ -26,7 +26,7 @@ import numpy as np
 from psdsos.solvers._negpart import NegativePart
 from psdsos.sos import sos_adjoint, sos_evaluate, sos_operator_norm_sq
 
-__all__ = ["DualBlock", "BlockLayout", "NegativePartTerm", "ProblemView"]
+__all__ = ["DualBlock", "BlockLayout", "NegativePartTerm", "ProblemView", "coupled_residual"]
 
 
 @dataclass(frozen=True)
@@ -199,9 +199,24 @@ class ProblemView:
             return self.problem.primal_objective(self.native(v), Bs, FBs)
         return self.problem.primal_objective(self.native(v), Bs[0], FBs[0])
 
+    def residual_floor(self, floor: float) -> float:
+        """Floor of the relative residual's denominator of a coupled problem: ``floor`` (the
+        problem's own, from its data) or 1e-6 ||grad q(0)||^2 (for convex regression the
+        Hessians of the unconstrained ridge fit), the larger."""
+        g0 = self.smooth(np.zeros(self.layout.size))[1]
+        return max(floor, 1e-6 * float(np.vdot(g0, g0)))
+
     def result(self, v: np.ndarray, Bs: list[np.ndarray]) -> tuple[Any, Any]:
         """(G, B) as the result reports them: arrays for one block, a tuple of the blocks'
         Gamma and a list of their B for several."""
         if self.multi:
             return tuple(self.layout.split(v)), Bs
         return self.native(v), Bs[0]
+
+
+def coupled_residual(grad: np.ndarray, gq: np.ndarray, FB: np.ndarray, floor: float) -> float:
+    """The relative violation ||grad D|| / max(||grad q||, ||A(B)||, floor^(1/2)) of the
+    coupling g(theta(G)) = A(B(G)) (grad D = grad q - A(B)): with the relative gap, the
+    certificate of a coupled dual (``floor``: :meth:`ProblemView.residual_floor`)."""
+    return float(np.sqrt(float(np.vdot(grad, grad)) / max(
+        float(np.vdot(gq, gq)), float(np.vdot(FB, FB)), floor, 1e-300)))

@@ -73,7 +73,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from psdsos._validation import check_scalar
 from psdsos.solvers._apg import APGState, Certificate, DualResult, Step, run_apg, say
-from psdsos.solvers._blocks import NegativePartTerm, ProblemView
+from psdsos.solvers._blocks import NegativePartTerm, ProblemView, coupled_residual
 from psdsos.solvers._dual_newton import AUTO_MAX_DIM, AUTO_MIN_CONDITION, solve_dual_lbfgs
 from psdsos.solvers._dual_prox import solve_dual_prox
 from psdsos.solvers._precond import DENSE_BLOCKS_MAX, BlockPreconditioner, DualPreconditioner
@@ -352,10 +352,7 @@ class _GradientSteps:
             obj_floor, self.res_floor = (float(v) for v in floors())
             self.obj_floor = max(obj_floor, 1e-300)
         if self.coupled:
-            # and 1e-3 ||grad q(0)|| (for convex regression the Hessians of the
-            # unconstrained ridge fit)
-            g0 = view.smooth(np.zeros(view.layout.size))[1]
-            self.res_floor = max(self.res_floor, 1e-6 * float(np.vdot(g0, g0)))
+            self.res_floor = view.residual_floor(self.res_floor)
         self.wait, self.next_probe = 1, 1  # back-off schedule for probing long steps
 
     def iterate(self, state, it):
@@ -372,8 +369,7 @@ class _GradientSteps:
         res = None
         if self.coupled:
             # (theta(G), B(G)) violates g(theta) = A(B) by grad D; require both small
-            res = np.sqrt(float(np.vdot(grad, grad)) / max(
-                float(np.vdot(gq, gq)), float(np.vdot(FB, FB)), self.res_floor, 1e-300))
+            res = coupled_residual(grad, gq, FB, self.res_floor)
             err = max(abs(gap), res)
         else:
             err = gap
@@ -469,15 +465,16 @@ def _solve_hybrid(problem, caps, *, tol, max_iter, init, verbose, history):
     ``HYBRID_APG_ITER`` iterations; short of tol, regularized Newton steps from its best
     point (:func:`psdsos.solvers._dual_newton._regularized_newton`) for at most
     ``HYBRID_NEWTON_SHARE`` of the budget; short of tol again, the accelerated method from
-    the Newton steps' best point for the rest.  Every stage stops on the same certificate
-    (relative gap and residual); the result is the last stage's, with the iterations of
-    all stages."""
+    the first stage's point (not the Newton steps': where they fail they drift along flat
+    directions of D, away from the accelerated method's basin) for the rest.  Every stage
+    stops on the same certificate (relative gap and residual); the result is the last
+    stage's, with the iterations of all stages."""
     t0 = time.perf_counter()
     done = 0
     parts = []
     stages = [("apg", min(HYBRID_APG_ITER, max_iter)),
               ("lbfgs", max(1, int(HYBRID_NEWTON_SHARE * max_iter))), ("apg", max_iter)]
-    res = first = None
+    first = None  # the first stage's result: where the later stages start
     for k, (meth, budget) in enumerate(stages):
         budget = min(budget, max_iter - done)
         if budget <= 0:
@@ -486,16 +483,11 @@ def _solve_hybrid(problem, caps, *, tol, max_iter, init, verbose, history):
         with warnings.catch_warnings():
             if not last:
                 warnings.simplefilter("ignore", ConvergenceWarning)
-            # the last stage restarts from the first one's point: where the Newton steps
-            # fail they drift along flat directions of D, away from the accelerated
-            # method's basin
-            G0 = (init if res is None or first is None
-                  else first.G if last and k > 1 else res.G)
-            res = solve_dual(problem, tol=tol, max_iter=budget, init=G0, verbose=verbose,
+            res = solve_dual(problem, tol=tol, max_iter=budget,
+                             init=init if first is None else first.G, verbose=verbose,
                              history=history, method=meth)
         done += res.n_iter
-        if k == 0:
-            first = res
+        first = first or res
         parts.append(f"{res.n_iter} {meth}")
         if res.converged or last:
             break

@@ -64,7 +64,7 @@ from scipy.linalg.blas import dsyrk
 from scipy.optimize import minimize
 
 from psdsos.solvers._apg import DualResult, report_end, say
-from psdsos.solvers._blocks import ProblemView
+from psdsos.solvers._blocks import ProblemView, coupled_residual
 from psdsos.sos import sos_adjoint, sos_evaluate
 
 __all__ = ["AUTO_MAX_DIM", "AUTO_MIN_CONDITION", "MAX_DIM", "dual_hessian",
@@ -280,6 +280,16 @@ def dual_hessian(problem: Any, G: np.ndarray, *, prune: float = _PRUNE) -> np.nd
     return H
 
 
+def _cholesky(H: np.ndarray) -> np.ndarray:
+    """The lower Cholesky factor of a generalized Hessian, with a shift of 1e-10 of its
+    largest diagonal entry where rounding leaves it not quite positive definite."""
+    try:
+        return sla.cholesky(H, lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        H = H + 1e-10 * float(np.max(np.abs(np.diag(H)))) * np.eye(H.shape[0])
+        return sla.cholesky(H, lower=True, check_finite=False)
+
+
 class _Stop(Exception):
     """Raised inside the evaluations: converged or out of budget (caught by the solver)."""
 
@@ -311,8 +321,7 @@ class _Evaluations:
         # residual (as in the accelerated method)
         self.coupled = bool(caps.coupled)
         if self.coupled:
-            g0 = view.smooth(np.zeros(view.layout.size))[1]
-            self.res_floor = max(self.res_floor, 1e-6 * float(np.vdot(g0, g0)))
+            self.res_floor = view.residual_floor(self.res_floor)
         self.count = 0
         self.best: dict[str, Any] = {}
         self.low: dict[str, Any] = {}
@@ -362,8 +371,7 @@ class _Evaluations:
         g = self.coords(grad)
         true_gap = gap
         if self.coupled:
-            res = np.sqrt(float(np.vdot(grad, grad)) / max(
-                float(np.vdot(gq, gq)), float(np.vdot(FB, FB)), self.res_floor, 1e-300))
+            res = coupled_residual(grad, gq, FB, self.res_floor)
             # the certificate: the gap and the residual both <= tol ("gap" below)
             gap = max(abs(gap), res)
         if self.history is not None:
@@ -487,13 +495,13 @@ def solve_dual_lbfgs(problem: Any, view: ProblemView, caps: Any, *, tol: float,
         while True:
             if H is None:
                 H, fresh = hessian(cur), True
-            try:
-                L = sla.cholesky(H, lower=True, check_finite=False)
-            except np.linalg.LinAlgError as exc:
-                if H is metric:
+            if H is metric:
+                try:
+                    L = sla.cholesky(H, lower=True, check_finite=False)
+                except np.linalg.LinAlgError as exc:
                     raise ValueError("metric must be symmetric positive definite") from exc
-                H = H + 1e-10 * float(np.max(np.abs(np.diag(H)))) * np.eye(dim)
-                L = sla.cholesky(H, lower=True, check_finite=False)
+            else:
+                L = _cholesky(H)
             low0, best0 = ev.low["D"], ev.best["gap"]
             # 1. the Newton step in the metric, backtracking; where its predicted decrease
             # is below the rounding of D, accepted when the certified gap decreases
@@ -585,11 +593,7 @@ def _regularized_newton(ev: _Evaluations, x0: np.ndarray, hessian: Any) -> bool:
             # regularization dominates them
             H = hessian(cur, _LM_PRUNE * tau)
             H[np.diag_indices_from(H)] += tau
-            try:
-                L = sla.cholesky(H, lower=True, check_finite=False)
-            except np.linalg.LinAlgError:
-                H[np.diag_indices_from(H)] += 1e-10 * float(np.max(np.abs(np.diag(H))))
-                L = sla.cholesky(H, lower=True, check_finite=False)
+            L = _cholesky(H)
             dx = -sla.cho_solve((L, True), g, check_finite=False)
             dec = -float(g @ dx)
             t = 1.0
