@@ -10,12 +10,18 @@ run in this process twice, side by side:
   (:func:`psdsos.solvers.solve_dual`, ``method="auto"``), the default of ConvexRegressor;
 * ``apg``: the accelerated gradient method alone (the solver before the hybrid).
 
-Reported per run: wall time, the number of fits (CV and refit) stopped by their iteration
-cap, and the selected candidate.  One BLAS thread (threadpoolctl).
+With ``--previous``, a third run: the automatic choice with the command's previous defaults
+(bandwidths 0.5, 1, 2 x scale and only the best candidate by CV refitted:
+``--sigma 0.5,1,2 --max-refits 1``).
+
+Reported per run: wall time, the number of fits (CV and refits) and of those stopped by
+their iteration cap, the selected candidate and its sampled relative concavity deficit.
+One BLAS thread (threadpoolctl).
 
 Usage::
 
-    python benchmarks/convex_fit_cli.py [--rows 600] [--methods auto,apg] [--out FILE.md]
+    python benchmarks/convex_fit_cli.py [--rows 600] [--methods auto,apg] [--previous]
+                                        [--out FILE.md]
     python benchmarks/convex_fit_cli.py --quick     # 120 rows, one candidate (a smoke test)
 """
 
@@ -59,15 +65,18 @@ def run(csv, method, extra=()):
     finally:
         cf.solve_dual = saved
     wall = time.perf_counter() - t
-    selected = next((ln for ln in out.getvalue().splitlines() if ln.startswith("selected")),
-                    "selected: ?")
-    return wall, len(fits), sum(not c for c in fits), selected
+    text = out.getvalue().splitlines()
+    selected = next((ln for ln in text if ln.startswith("selected")), "selected: ?")
+    deficit = next((ln.split(":")[1].split()[0] for ln in text if " deficit: " in ln), "?")
+    return wall, len(fits), sum(not c for c in fits), selected, deficit
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=600)
     ap.add_argument("--methods", default="auto,apg")
+    ap.add_argument("--previous", action="store_true",
+                    help="also run the previous defaults (--sigma 0.5,1,2 --max-refits 1)")
     ap.add_argument("--quick", action="store_true",
                     help="120 rows, one candidate, 2 folds (a smoke test)")
     ap.add_argument("--out", default=None, help="also write the table there (markdown)")
@@ -82,8 +91,12 @@ def main():
     X, y = b["data"][: args.rows], b["target"][: args.rows]
     head = (f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} "
             f"logical cores, 1 BLAS thread; numpy {np.__version__}; first {args.rows} rows")
-    lines = ["| method | wall time (s) | fits | stopped at their cap | selected |",
-             "|---|---|---|---|---|"]
+    lines = ["| method | options | wall time (s) | fits | stopped at their cap | selected | "
+             "deficit |", "|---|---|---|---|---|---|---|"]
+    runs = [(method, "defaults", extra) for method in args.methods.split(",")]
+    if args.previous:
+        runs.append(("auto", "--sigma 0.5,1,2 --max-refits 1",
+                     (*extra, "--sigma", "0.5,1,2", "--max-refits", "1")))
     print(head)
     print("\n".join(lines), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -91,10 +104,10 @@ def main():
         np.savetxt(csv, np.column_stack([X, y]), delimiter=",",
                    header=",".join([*b["feature_names"], b["target_name"]]), comments="")
         with threadpool_limits(1):
-            for method in args.methods.split(","):
-                wall, n, bad, selected = run(csv, method, extra)
-                row = (f"| {method} | {wall:.1f} | {n} | {bad} | "
-                       f"{selected.removeprefix('selected: ')} |")
+            for method, label, options in runs:
+                wall, n, bad, selected, deficit = run(csv, method, options)
+                row = (f"| {method} | {label} | {wall:.1f} | {n} | {bad} | "
+                       f"{selected.removeprefix('selected: ')} | {deficit} |")
                 lines.append(row)
                 print(row, flush=True)
     if args.out:

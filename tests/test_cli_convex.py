@@ -266,7 +266,8 @@ def test_paper_grid_is_appendix_d2():
     assert "Appendix D.2" in text
     small, _ = _convex_grid("small")
     assert len(small["rho"]) * len(small["lam2"]) * len(small["sigma"]) == 12
-    assert max(small["sigma"]) == 2.0  # a smoother candidate, easier to keep convex
+    # bandwidths of 1 to 4 x scale: narrower kernels bend between the constraint points
+    assert min(small["sigma"]) == 1.0 and max(small["sigma"]) == 4.0
 
 
 def test_default_n_landmarks_follows_the_paper(tmp_path):
@@ -657,3 +658,64 @@ def test_deficit_advice_by_size():
     small, large = _deficit_advice(AUTO_TRAIN_CENTERS), _deficit_advice(AUTO_TRAIN_CENTERS + 1)
     assert small.startswith("try --n-landmarks exact") and "--sigma" in small
     assert large.startswith("try larger --sigma") and "n x n kernel" in large
+
+
+def _pretend_uncertified(monkeypatch, first_only):
+    """ConvexRegressor fits whose certificate reads 'sampled' (the first refit only, or all);
+    returns the list of (sigma, rho, lam2) refitted with a certificate, in order."""
+    import dataclasses
+
+    from psdsos import ConvexRegressor
+
+    fit0 = ConvexRegressor.fit
+    order = []
+
+    def fit(self, X, y, sample_weight=None):
+        fit0(self, X, y, sample_weight=sample_weight)
+        if type(self) is ConvexRegressor:  # the refits (the CV fits are another class)
+            order.append((self.sigma, self.rho, self.lam2))
+            if len(order) == 1 or not first_only:
+                self.certificate_ = {k: dataclasses.replace(c, status="sampled")
+                                     for k, c in self.certificate_.items()}
+        return self
+
+    monkeypatch.setattr(ConvexRegressor, "fit", fit)
+    return order
+
+
+def _selected(out):
+    line = next(ln for ln in out.splitlines() if ln.startswith("selected: "))
+    return {k: float(v.split()[0]) for k, v in
+            (part.split(" = ") for part in line.removeprefix("selected: ").split(", "))}
+
+
+@pytest.mark.parametrize("first_only", [True, False])
+def test_refits_in_cv_order_until_certified(tmp_path, monkeypatch, first_only):
+    """The candidates are refitted in the order of their CV error until one is certified
+    convex (ConvexRegressorCV's rule); none: the best by CV, with a line saying so."""
+    X, y = _data(30, 1)
+    data = _write_csv(tmp_path / "d.csv", ["x", "y"],
+                      [[repr(float(a)), repr(float(b))] for a, b in zip(X[:, 0], y, strict=True)])
+    argv = ["convex-fit", data, "--target", "y", "--cv", "2", "--rho", "1e-3,1e-5",
+            "--lam2", "1e-3", "--sigma", "1,2", "--quiet", "--random-state", "0"]
+    code, base, _ = _run(argv + ["--max-refits", "1"])  # the best by CV, certified or not
+    assert code == 0 and "refits:" not in base
+    order = _pretend_uncertified(monkeypatch, first_only)
+    code, out, err = _run(argv)
+    assert code == 0
+    cv_line = next(ln for ln in out.splitlines() if ln.startswith("CV error"))
+    if first_only:
+        assert len(order) == 2 and order[0] != order[1]
+        assert ("refits: 2 (in CV order); kept number 2 by CV, the first whose refit is "
+                "certified convex") in out
+        assert _selected(out) != _selected(base)
+        assert cv_line != next(ln for ln in base.splitlines() if ln.startswith("CV error"))
+    else:
+        assert len(order) == 3 and len(set(order)) == 3  # --max-refits 3 (default)
+        assert "refits: 3 (in CV order); none is certified convex: kept the best by CV" in out
+        assert _selected(out) == _selected(base)
+
+
+def test_max_refits_must_be_positive():
+    code, _, err = _run(["convex-fit", "--demo", "--max-refits", "0"])
+    assert code == 2 and "--max-refits: expected an integer >= 1, got 0" in err

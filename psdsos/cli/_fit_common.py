@@ -70,11 +70,13 @@ def _print_header(command, source, n, names, target, shape, ignored, grid_text, 
     print(f"grid: {grid_text}", file=out)
 
 
-def _search_and_refit(est, Xs, ys, grid, args, cv_params, out, silenced=(), cv_est=None):
+def _search_and_refit(est, Xs, ys, grid, args, cv_params, out, silenced=(), cv_est=None,
+                      accept=None, max_refits=1, accepted_text="accepted"):
     """k-fold search (shuffled, seeded), printed summary, refit on all the data; the refit's
     warnings other than ``silenced`` (reported by the command itself) go to stderr.
     ``cv_est``: the estimator of the CV fits when it differs from the refit's ``est``
-    (convex-fit: no box certificate in the CV fits).
+    (convex-fit: no box certificate in the CV fits).  ``accept``, ``max_refits``,
+    ``accepted_text``: the refits in CV order of :func:`_report_cv_and_refit`.
     Returns (search result, best parameters, fitted model)."""
     from sklearn.model_selection import KFold
 
@@ -98,7 +100,7 @@ def _search_and_refit(est, Xs, ys, grid, args, cv_params, out, silenced=(), cv_e
     max_iter = est.max_iter if cv_params is None else cv_params.get("max_iter", est.max_iter)
     best, model, caught = _report_cv_and_refit(
         res, est, Xs, ys, f"{args.cv}-fold CV (shuffled, seed {args.random_state})", "CV error",
-        max_iter, out)
+        max_iter, out, accept=accept, max_refits=max_refits, accepted_text=accepted_text)
     if any(issubclass(w.category, InaccurateSolutionWarning) for w in caught):
         # CVXPY's own "Solution may be inaccurate" says the same thing at more length
         caught = [w for w in caught if not str(w.message).startswith("Solution may be inacc")]

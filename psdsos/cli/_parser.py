@@ -225,6 +225,10 @@ def _add_convex_parsers(sub):
     fit.add_argument("--strict", action="store_true",
                      help="exit 1 (error) instead of warning when the relative convexity "
                           f"deficit exceeds {RELATIVE_DEFICIT_TOL:g}")
+    fit.add_argument("--max-refits", type=_int_at_least(1), default=3, metavar="N",
+                     help="refit the candidates in the order of their CV error until one is "
+                          "certified convex (concave) on the box of the data, at most N of "
+                          "them; none: the best by CV is kept (default: 3)")
     fit.set_defaults(func=_convex_fit)
 
     _add_shape_parser(sub)
