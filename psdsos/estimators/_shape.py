@@ -23,6 +23,7 @@ from psdsos._params import (
     Bool,
     Interval,
     Options,
+    _LossOptions,
     resolve_kernel,
     validate_params,
     warn_feature_scales,
@@ -52,6 +53,7 @@ from psdsos.estimators._shape_certify import (
 )
 from psdsos.estimators._weights import first_unique_rows
 from psdsos.kernels import Kernel, get_kernel
+from psdsos.losses import SquaredLoss, get_loss
 from psdsos.solvers import PRIMAL_SOLVERS
 
 __all__ = ["ShapeConstrainedRegressor", "ShapeCertificate", "UncertifiedShapeWarning"]
@@ -96,7 +98,29 @@ SHAPE_OPTIONS: dict[str, Any] = {
     "max_exchange": Interval(numbers.Integral, 0, None),
     "max_cells": Interval(numbers.Integral, 1, None),
     "extrapolation": Options(["linear", "kernel"]),
+    # the registered losses with Loss.convex_regression (see "Other losses")
+    "loss": _LossOptions(parameters=("delta", "quantile"), convex_regression=True),
+    "delta": Interval(numbers.Real, 0.0, None, closed="neither", allow_none=True),
+    "quantile": Interval(numbers.Real, 0.0, 1.0, closed="neither", allow_none=True),
 }
+
+
+def shape_loss(est: Any) -> Any:
+    """The loss of ``est`` (``loss``, ``delta``, ``quantile``) in standardized units, None for
+    "squared": built from the parameters it declares (one it does not declare must be None,
+    as in :class:`ConvexRegressor`), rescaled to residuals divided by y_scale_
+    (``Loss.rescaled``: delta / y_scale_ for Huber)."""
+    loss = get_loss(est.loss, delta=est.delta, quantile=est.quantile, strict=True)
+    if type(loss) is SquaredLoss:
+        return None
+    if est.y_scale_ != 1.0:
+        scaled = loss.rescaled(est.y_scale_)
+        if scaled is None:
+            raise ValueError(f"loss={est.loss!r} does not say how it rescales "
+                             "(Loss.rescaled returns None): ShapeConstrainedRegressor fits in "
+                             "units of the targets' scale")
+        loss = scaled[0]
+    return loss
 
 
 @register_loadable
@@ -133,6 +157,19 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     + e/2 ||x_S - a||^2 for convexity, a shift for a bound), so the shape holds on the
     whole box; ``predict(X, raw=True)`` returns the fit itself.  Outside the box nothing is
     claimed; there the predictor extends linearly from the box (``extrapolation``).
+
+    **Other losses.**  ``loss`` replaces the data term by
+    :math:`\sum_i c_i\,\ell(f(x_i) - y_i)`, :math:`c_i = 2 w_i / \sum_j w_j` (2/n without
+    weights), with :math:`\ell` from :mod:`psdsos.losses`, as in :class:`ConvexRegressor`:
+    ``"squared"`` :math:`r^2/2` (the problem above), ``"huber"`` (:math:`r^2/2` for
+    :math:`|r|\le\delta`, :math:`\delta(|r| - \delta/2)` beyond: robust to outliers),
+    ``"quantile"`` (pinball :math:`\max(-\tau r, (1-\tau) r)`: a share tau of the data
+    below the fit) and ``"expectile"`` (:math:`(1-\tau) r^2` where the fit is above the
+    data, :math:`\tau r^2` below).  ``delta`` is in the units of y.  The dual then has one
+    variable per sample (:mod:`psdsos.estimators._shape_loss_problem`, see
+    docs/shape-constraints-math.md) and is solved by accelerated proximal gradient (the
+    Newton steps of the squared loss's solver do not apply); the exchange, the
+    certificates and the certified-shape predictor act on f and are unchanged.
 
     Parameters
     ----------
@@ -194,6 +231,14 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         kernel fit.  Nothing outside the box is certified.
     tol, max_iter, random_state, verbose
         As in :class:`ConvexRegressor`.
+    loss : {"squared", "huber", "quantile", "expectile"}, default="squared"
+        The data term (see "Other losses"); also the name of a loss registered with
+        :func:`psdsos.losses.register_loss` that declares ``convex_regression`` and whose
+        required parameters are among ``delta`` and ``quantile``.
+    delta : float > 0, optional
+        Huber threshold in the units of y (required for, and only for, loss="huber").
+    quantile : float in (0, 1), optional
+        Level tau of loss="quantile" or "expectile" (required for those only).
     warm_start : bool, default=False
         With the dual solver, a fit that follows a dual fit with the same number of
         features and the same constraints (the same shapes in the same features, the same
@@ -260,7 +305,9 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
                  certify: bool = True, certify_tol: float = 1e-2, max_exchange: int = 10,
                  max_cells: int = 400_000, extrapolation: str = "linear", tol: float = 1e-6,
                  max_iter: int = 20000, warm_start: bool = False,
-                 random_state: RandomStateLike = None, verbose: bool | int = False) -> None:
+                 random_state: RandomStateLike = None, verbose: bool | int = False,
+                 loss: str = "squared", delta: float | None = None,
+                 quantile: float | None = None) -> None:
         self.increasing = increasing
         self.decreasing = decreasing
         self.convex = convex
@@ -288,6 +335,9 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
+        self.loss = loss
+        self.delta = delta
+        self.quantile = quantile
 
     def _sign(self) -> float:
         return 1.0
@@ -310,6 +360,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         warn_feature_scales(self, kernel, Xv)
         check_kernel_and_regularization(self, kernel)
         set_scaling(self, kernel, Xv, yv, w)
+        loss = shape_loss(self)
         self.x_box_ = np.vstack([Xv.min(axis=0), Xv.max(axis=0)])
         p = Xv.shape[1]
         constraints = sf.parse_constraints(self, p)
@@ -317,7 +368,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         U = (Xv - self.x_offset_) / self.x_scale_
         t = (yv - self.y_offset_) / self.y_scale_
         C = self._centers(U, kernel_u)
-        data = sf.shape_data(self, kernel_u, U, t, w, C)
+        data = sf.shape_data(self, kernel_u, U, t, w, C, loss)
         # the Sobol points are scrambled with random_state (seed 0 when None: a fit is
         # deterministic, and weighted rows equal duplicated ones)
         rng = check_random_state(0 if self.random_state is None else self.random_state)
@@ -326,9 +377,8 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         warm = self._warm_start_point(constraints, p)
         self.__dict__.pop("dual_coef_", None)  # no stale dual point from the previous fit
         if not constraints:
-            wv = sf.ridge_solution(data, self.rho)
-            self._finish(data, sf.fit_of(data, wv), [], None,
-                         sf.ridge_objective(data, wv, self.rho), 1, 0.0, 0.0, 0)
+            wv, obj = sf.unconstrained_fit(self, data)
+            self._finish(data, sf.fit_of(data, wv), [], None, obj, 1, 0.0, 0.0, 0)
             return self
         # bounds start without points when the exchange runs: imposed where the fit
         # violates them (a bound far from the data would otherwise cost its slack)
@@ -650,6 +700,8 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         # the box: they load with that behaviour, so their predictions do not change
         params = dict(meta["params"])
         params.setdefault("extrapolation", "kernel")
+        # files written before the losses existed: the squared loss (the constructor's
+        # defaults loss="squared", delta=None, quantile=None)
         return params
 
     def _saved_param_values(self):

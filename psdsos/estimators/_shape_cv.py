@@ -131,6 +131,9 @@ class ShapeConstrainedRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
         Shuffling of the folds and the Sobol points (seed 0 when None: deterministic).
     verbose : bool, default=False
         GridSearchCV's messages for the search.
+    loss, delta, quantile
+        The data term of every fit, as in :class:`ShapeConstrainedRegressor` ("Other
+        losses"); the held-out score stays the mean squared error.
 
     Attributes
     ----------
@@ -214,7 +217,9 @@ class ShapeConstrainedRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
                  cv_max_iter: int = 1000, cv_max_exchange: int = 0,
                  cv_constraint_points: int | None = None, max_refits: int = 3,
                  n_jobs: int | None = None,
-                 random_state: RandomStateLike = None, verbose: bool = False) -> None:
+                 random_state: RandomStateLike = None, verbose: bool = False,
+                 loss: str = "squared", delta: float | None = None,
+                 quantile: float | None = None) -> None:
         self.increasing = increasing
         self.decreasing = decreasing
         self.convex = convex
@@ -241,6 +246,9 @@ class ShapeConstrainedRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
+        self.loss = loss
+        self.delta = delta
+        self.quantile = quantile
 
     def _base(self, p: int) -> ShapeConstrainedRegressor:
         m = self.cv_constraint_points
@@ -251,7 +259,8 @@ class ShapeConstrainedRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
             fit_intercept=self.fit_intercept, certify=False, certify_tol=self.certify_tol,
             max_exchange=self.cv_max_exchange, max_cells=self.max_cells,
             extrapolation=self.extrapolation, tol=self.cv_tol,
-            max_iter=self.cv_max_iter, constraint_points=m, random_state=self.random_state)
+            max_iter=self.cv_max_iter, constraint_points=m, random_state=self.random_state,
+            loss=self.loss, delta=self.delta, quantile=self.quantile)
 
     def _splitter(self, n: int) -> Any:
         cv = self.cv

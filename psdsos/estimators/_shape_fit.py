@@ -15,6 +15,7 @@ import scipy.linalg as sla
 from scipy.optimize import minimize
 
 from psdsos.estimators._convex_certify import sobol_points
+from psdsos.estimators._shape_loss_problem import ShapeRegressionLossProblem, loss_cvxpy_fit
 from psdsos.estimators._shape_problem import (
     ShapeConstraint,
     ShapeRegressionProblem,
@@ -22,6 +23,7 @@ from psdsos.estimators._shape_problem import (
 )
 from psdsos.features import ExactFeatures, cholesky_with_jitter
 from psdsos.solvers import solve_cvxpy, solve_dual
+from psdsos.solvers._dual_convex import solve_dual_loss
 from psdsos.sos._compress import combine_blocks, compress_block, row_scales
 
 __all__: list[str] = []
@@ -170,18 +172,35 @@ class ShapeData:
     moments: tuple[float, float]
     box: tuple[np.ndarray, np.ndarray]
     points: list[np.ndarray] = field(default_factory=list)  # per constraint
+    #: a loss other than the squared one (standardized units; None: squared), with M the
+    #: unweighted fitted values, t the targets and ``weights`` the sample weights
+    loss: Any = None
+    weights: np.ndarray | None = None
+    #: the loss's dual variables u of the last dual solve, and the last weights of the
+    #: reweighted least squares that start it (the next round's warm start)
+    u: np.ndarray | None = None
+    omega: np.ndarray | None = None
 
 
 def shape_data(est: Any, kernel_u: Any, U: np.ndarray, t: np.ndarray, w: np.ndarray | None,
-               C: np.ndarray) -> ShapeData:
+               C: np.ndarray, loss: Any = None) -> ShapeData:
     """The data term in the coordinates w = (beta, v), v = R alpha: rows S [E, K R^{-1}]
-    (f on the training points) or their compressed QR factor (f on landmarks)."""
+    (f on the training points) or their compressed QR factor (f on landmarks); with a
+    ``loss`` other than the squared one, the unweighted rows [E, K R^{-1}] (the dual has
+    one variable per sample)."""
     n = U.shape[0]
     R, _ = cholesky_with_jitter(kernel_u(C, C))
     e = U.shape[1] + 1 if est.fit_intercept else 0
     sw = row_scales(w, n)
     tc = t - t.mean() if est.fit_intercept else t
     moments = (float(tc @ tc), float(t @ t))
+    if loss is not None:
+        E = np.hstack([np.ones((n, 1)), U]) if e else np.zeros((n, 0))
+        Kv = R.T if C is U else sla.solve_triangular(R, kernel_u(U, C).T, trans="T",
+                                                      lower=False).T
+        lo, hi = U.min(axis=0), U.max(axis=0)
+        return ShapeData(kernel_u, C, R, np.hstack([E, Kv]), t, n, e, moments, (lo, hi),
+                         loss=loss, weights=w)
     if C.shape[0] <= AUTO_DIRECT_ROWS:
         E = np.hstack([np.ones((n, 1)), U]) if e else np.zeros((n, 0))
         Kv = R.T if C is U else sla.solve_triangular(R, kernel_u(U, C).T, trans="T",
@@ -211,7 +230,8 @@ def default_points(box, m: int, random_state: Any) -> np.ndarray:
 
 
 def build_problem(est: Any, data: ShapeData, constraints: list[ShapeConstraint]
-                  ) -> tuple[ShapeRegressionProblem | None, list[int]]:
+                  ) -> tuple[ShapeRegressionProblem | ShapeRegressionLossProblem | None,
+                             list[int]]:
     """The multi-block problem with the current points of each constraint that has some
     (None when none has), and the indices of those constraints.  The SoS features of a
     scalar block (d = 1) get a constant component: a margin constant over the points then
@@ -228,6 +248,9 @@ def build_problem(est: Any, data: ShapeData, constraints: list[ShapeConstraint]
         active.append(k)
     if not blocks:
         return None, active
+    if data.loss is not None:
+        return ShapeRegressionLossProblem(data.M, data.t, data.e, est.rho, est.lam1, est.lam2,
+                                          blocks, data.loss, sample_weight=data.weights), active
     return ShapeRegressionProblem(data.M, data.t, data.n, data.e, est.rho, est.lam1, est.lam2,
                                   blocks, moments=data.moments), active
 
@@ -250,9 +273,9 @@ def solve(est: Any, data: ShapeData, constraints: list[ShapeConstraint],
     problem, active = build_problem(est, data, constraints)
     empty = [np.zeros((0, c.d, c.d)) for c in constraints]
     if problem is None:
-        w = ridge_solution(data, est.rho)
+        w, obj = unconstrained_fit(est, data)
         # one linear solve (n_iter_ counts it, as scikit-learn expects n_iter_ >= 1)
-        return Solution(w, [], empty, ridge_objective(data, w, est.rho), 1, 0.0, 0.0)
+        return Solution(w, [], empty, obj, 1, 0.0, 0.0)
     if est.solver == "primal":
         prob, wv, sos = problem.cvxpy_problem()
         solve_cvxpy(prob, solver=est.primal_solver, tol=min(est.tol, 1e-8),
@@ -262,6 +285,22 @@ def solve(est: Any, data: ShapeData, constraints: list[ShapeConstraint],
         return Solution(w, B, None, problem.objective(w, B), 0, float("nan"),
                         problem.constraint_residual(w, B))
     start = None if init is None else [init[k] for k in active]
+    if isinstance(problem, ShapeRegressionLossProblem):
+        # accelerated proximal gradient on (u, Gamma) (solve_dual_loss): the Newton steps
+        # of method="auto" are for the smooth dual of the squared loss
+        u0, start, n_irls = irls_start(est, data, problem, start)
+        lres = solve_dual_loss(problem, tol=est.tol, max_iter=max(est.max_iter - n_irls, 1),
+                               init=(u0, start), verbose=est.verbose)
+        lres.n_iter += n_irls
+        data.u = lres.u
+        G = list(lres.G)
+        assert lres.w is not None
+        w = lres.w
+        for k, Gk in zip(active, G, strict=True):
+            empty[k] = Gk
+        return Solution(w, list(lres.B), empty, float(lres.primal_objective),
+                        int(lres.n_iter), float(lres.dual_gap),
+                        problem.constraint_residual(w, list(lres.B)))
     res = solve_dual(problem, tol=est.tol, max_iter=est.max_iter, init=start,
                      verbose=est.verbose, method="auto")
     G = list(res.G)
@@ -270,6 +309,83 @@ def solve(est: Any, data: ShapeData, constraints: list[ShapeConstraint],
         empty[k] = Gk
     return Solution(w, list(res.B), empty, float(res.primal_objective), int(res.n_iter),
                     float(res.dual_gap), problem.constraint_residual(w, list(res.B)))
+
+
+#: The smallest smoothing of the pinball loss's reweighting (|l'(r)| / max(|r|, eps)).
+PINBALL_EPS = 1e-3
+
+
+def irls_start(est: Any, data: ShapeData, problem: ShapeRegressionLossProblem,
+               G0: list[np.ndarray] | None) -> tuple[np.ndarray, list[np.ndarray], int]:
+    """A starting point (u, Gamma) for the dual of a general loss, and the iterations spent:
+    iteratively reweighted least squares on the squared loss's dual (``method="auto"``,
+    its Newton steps), with the weights l'(r_i) / r_i (Huber: min(1, delta / |r|);
+    expectile: 2 |tau - 1{r < 0}|; pinball: |l'(r)| / max(|r|, eps) with eps decreasing),
+    each round warm started at the last one's Gamma.  At a fixed point the least-squares
+    optimality conditions are those of the loss (u_i = c_i l'(r_i)), so the accelerated
+    proximal solver that follows only certifies (or finishes, for the pinball loss)."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    loss, c, n = problem.loss, problem.c, data.n
+    # a previous round of the exchange: its last weights (and its Gamma, padded)
+    omega = np.ones(n) if data.omega is None else data.omega
+    eps = 0.1 if data.omega is None else 1e-3
+    G = G0
+    total, z_old, w, u = 0, None, None, np.zeros(n)
+    rounds = 50 if loss.is_smooth else 12
+    for _ in range(rounds):
+        budget = est.max_iter - total
+        if budget <= 0:
+            break
+        s = np.sqrt(n * c * omega / 2.0)
+        sub = ShapeRegressionProblem(s[:, None] * data.M, s * data.t, n, data.e, est.rho,
+                                     est.lam1, est.lam2, problem.block_args,
+                                     moments=data.moments)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            res = solve_dual(sub, tol=min(est.tol, 1e-8), max_iter=min(2000, budget),
+                             init=G, method="auto")
+        total += res.n_iter
+        G = list(res.G)
+        w = sub.recover(G)
+        z = data.M @ w
+        r = z - data.t
+        # the weighted least-squares multipliers c_i omega_i r_i: the loss's u at a fixed
+        # point, and consistent with Gamma (v(u, Gamma) is this round's v) meanwhile
+        u = c * omega * r
+        g = loss.grad(r)
+        if loss.is_smooth:
+            h = 1e-8
+            small = np.abs(r) < h
+            omega = np.where(small, loss.grad(np.full_like(r, h)) / h,
+                             g / np.where(small, 1.0, r))
+        else:
+            omega = np.abs(g) / np.maximum(np.abs(r), eps)
+            # smaller eps make the weighted problems ill-conditioned (weights tau / eps):
+            # the proximal solver finishes from there
+            eps = max(0.5 * eps, PINBALL_EPS)
+        omega = np.maximum(omega, 1e-8)
+        data.omega = omega
+        if z_old is not None and float(np.linalg.norm(z - z_old)) <= 1e-10 * max(
+                float(np.linalg.norm(z)), 1e-300):
+            break
+        z_old = z
+    if w is None or G is None:
+        return np.zeros(n), [np.zeros(b.shape) for b in problem.blocks], total
+    return u, G, total
+
+
+def unconstrained_fit(est: Any, data: ShapeData) -> tuple[np.ndarray, float]:
+    """(w, objective) without any constraint point: the ridge fit (one linear solve), or
+    with another loss its fit by CVXPY (``primal_solver``)."""
+    if data.loss is None:
+        w = ridge_solution(data, est.rho)
+        return w, ridge_objective(data, w, est.rho)
+    return loss_cvxpy_fit(data.M, data.t, data.e, est.rho, data.loss, data.weights,
+                          solver=est.primal_solver, tol=min(est.tol, 1e-8),
+                          verbose=est.verbose)
 
 
 def ridge_solution(data: ShapeData, rho: float) -> np.ndarray:
