@@ -5,7 +5,7 @@ Convex truth f(x) = log sum_k exp(w_k^T x), five random linear forms w_k ~ N(0, 
 5000 noiseless test points.  Side by side in one run, one BLAS thread (threadpoolctl):
 
 * ``psdsos CV``: ``ConvexRegressorCV(random_state=0)`` with its defaults (3 folds; one 20%
-  hold-out split beyond 20,000 samples); ``certified``: its ``certified_`` and the status of
+  hold-out split beyond 200,000 samples); ``certified``: its ``certified_`` and the status of
   its certificate, ``deficit``: its sampled relative convexity deficit;
 * ``psdsos fixed``: ``ConvexRegressor(n_landmarks=50)`` with its defaults (the fixed
   regularization the CV replaces);
@@ -37,7 +37,7 @@ from sklearn.pipeline import make_pipeline
 from threadpoolctl import threadpool_limits
 
 from psdsos import ConvexRegressor, ConvexRegressorCV
-from psdsos.estimators._convex_cv import auto_ranks
+from psdsos.estimators._convex_cv import HOLDOUT_MIN_SAMPLES, auto_ranks
 
 
 def truth(X: np.ndarray) -> np.ndarray:
@@ -108,7 +108,7 @@ def main() -> None:
             Xt, _, ft = data(5000, p, 99)
             for n in sizes:
                 X, y, _ = data(n, p, 0)
-                n_train = int(0.8 * n) if n > 20000 else n - -(-n // 3)
+                n_train = int(0.8 * n) if n > HOLDOUT_MIN_SAMPLES else n - -(-n // 3)
                 ranks = [r for r in auto_ranks(n_train, p) if r is not None]
                 R = max(ranks) if ranks else min(n, 100)
                 if args.quick:
