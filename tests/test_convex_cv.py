@@ -37,7 +37,7 @@ def test_selection_equals_exhaustive_grid_search():
     cv_tol = 1e-8
     folds = KFold(3, shuffle=True, random_state=0)
     est = ConvexRegressorCV(cv=folds, cv_tol=cv_tol, cv_max_iter=20000, max_refits=1,
-                            random_state=0, **SMALL).fit(X, y)
+                            extend_path=0, random_state=0, **SMALL).fit(X, y)
     s = scale_bandwidth(X)
     base = ConvexRegressor(tol=cv_tol, max_iter=20000, random_state=0)
     grid = [{"sigma": [m * s for m in SMALL["sigmas"]], "rho": [r], "lam2": [r],
@@ -86,6 +86,59 @@ def test_refit_is_certified_and_predicts_as_best_estimator():
     assert 1 <= est.n_refits_ <= est.max_refits
     assert set(est.cv_results_) >= {"mean_test_score", "rank_test_score", "split0_test_score",
                                     "n_not_converged", "n_not_convex", "param_sigma"}
+
+
+def test_path_continues_past_the_grid_edge_while_the_score_improves():
+    """The best candidate of the grid has its smallest rho: its path continues by decades,
+    warm started; the new candidates score as cold fits of GridSearchCV on the same folds,
+    and the continuation stops at the first one that does not improve the best score."""
+    X, y = _data(n=40)
+    cv_tol = 1e-8
+    folds = KFold(3, shuffle=True, random_state=0)
+    kw = dict(cv=folds, cv_tol=cv_tol, cv_max_iter=20000, max_refits=1, random_state=0,
+              **SMALL)
+    grid_only = ConvexRegressorCV(extend_path=0, **kw).fit(X, y)
+    best = grid_only.cv_results_["params"][int(np.argmax(
+        grid_only.cv_results_["mean_test_score"]))]
+    assert best["rho"] == min(SMALL["rhos"])  # the edge wins on these data
+    est = ConvexRegressorCV(extend_path=3, **kw).fit(X, y)
+    n_grid = len(grid_only.cv_results_["params"])
+    params, mean = est.cv_results_["params"], est.cv_results_["mean_test_score"]
+    assert params[:n_grid] == grid_only.cv_results_["params"]
+    np.testing.assert_allclose(mean[:n_grid], grid_only.cv_results_["mean_test_score"])
+    new = params[n_grid:]
+    assert 1 <= len(new) <= 3
+    for k, q in enumerate(new):  # one decade down each time, same bandwidth and rank
+        assert q["sigma"] == best["sigma"] and q["n_landmarks"] == best["n_landmarks"]
+        assert q["rho"] == q["lam2"] == pytest.approx(best["rho"] * 10.0 ** -(k + 1),
+                                                      rel=1e-12)
+    # each new one improved on the best before it, except possibly the last
+    for k in range(len(new) - 1):
+        assert mean[n_grid + k] > max(mean[:n_grid + k])
+    if len(new) < 3:
+        assert mean[-1] <= max(mean[:-1])
+    # the continued (warm-started) scores are those of cold fits
+    base = ConvexRegressor(tol=cv_tol, max_iter=20000, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", NonConvexFitWarning)
+        ref = GridSearchCV(base, [{k: [v] for k, v in q.items()} for q in new], cv=folds,
+                           scoring="neg_mean_squared_error", refit=False).fit(X, y)
+    np.testing.assert_allclose(mean[n_grid:], ref.cv_results_["mean_test_score"], rtol=1e-3)
+    assert est.best_params_ == params[est.best_index_]
+    assert len(est.cv_results_["rank_test_score"]) == len(params)
+
+
+def test_no_continuation_inside_the_grid():
+    """The best candidate inside its path (not the smallest rho): nothing is added."""
+    X, _ = _data(n=40)
+    y = np.random.default_rng(1).standard_normal(40)  # noise only: the largest rho wins
+    est = ConvexRegressorCV(cv=3, max_refits=1, random_state=0, sigmas=(2.0,),
+                            rhos=(1e1, 1e-1, 1e-7), n_landmarks=(10,)).fit(X, y)
+    params = est.cv_results_["params"]
+    best = params[int(np.argmax(est.cv_results_["mean_test_score"]))]
+    assert best["rho"] > 1e-7
+    assert len(params) == 3
 
 
 def test_keeps_first_certified_candidate(monkeypatch):

@@ -137,7 +137,7 @@ def test_convex_selection_equals_grid_search_with_groups():
     groups = np.arange(36) % 6
     cv_tol = 1e-8
     est = ConvexRegressorCV(cv=GroupKFold(3), cv_tol=cv_tol, cv_max_iter=20000,
-                            **CONVEX_SMALL).fit(X, y, groups=groups)
+                            extend_path=0, **CONVEX_SMALL).fit(X, y, groups=groups)
     s = scale_bandwidth(X)
     base = ConvexRegressor(tol=cv_tol, max_iter=20000, random_state=0)
     grid = [{"sigma": [m * s for m in CONVEX_SMALL["sigmas"]], "rho": [r], "lam2": [r],

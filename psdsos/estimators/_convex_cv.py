@@ -129,12 +129,16 @@ def auto_ranks(n_train: int, n_features: int) -> list[int | None]:
 
 def _fit_path(base: ConvexRegressor, sigma: float, rank: int | None,
               regs: Sequence[tuple[float, float]], X: np.ndarray, y: np.ndarray,
-              w: np.ndarray | None, train: np.ndarray,
-              test: np.ndarray) -> list[tuple[float, float, float, int, bool, float]]:
+              w: np.ndarray | None, train: np.ndarray, test: np.ndarray,
+              init: np.ndarray | None = None) -> tuple[list[Any], np.ndarray | None]:
     """One split, one (sigma, rank): the (rho, lam2) path from large to small on one
-    estimator with ``warm_start=True``.  Per pair (in the order given): (score, fit time,
-    score time, iterations, converged, relative convexity deficit at 512 points)."""
+    estimator with ``warm_start=True`` (from the dual point ``init`` when given: a path
+    continued).  Returns (per pair, in the order given: (score, fit time, score time,
+    iterations, converged, relative convexity deficit at 512 points); the dual point of the
+    last fit, None after a primal one)."""
     est = clone(base).set_params(sigma=sigma, n_landmarks=rank, warm_start=True)
+    if init is not None:
+        est.dual_coef_ = init
     order = sorted(range(len(regs)), key=lambda i: (-regs[i][0], -regs[i][1]))
     Xtr, ytr = X[train], y[train]
     wtr = None if w is None else w[train]
@@ -154,7 +158,7 @@ def _fit_path(base: ConvexRegressor, sigma: float, rank: int | None,
         score = -float(np.mean((est.predict(X[test]) - y[test]) ** 2))
         out[i] = (score, t1 - t0, time.perf_counter() - t1, int(est.n_iter_), converged,
                   float(est.convexity_deficit_))
-    return out
+    return out, getattr(est, "dual_coef_", None)
 
 
 def is_certified_convex(est: ConvexRegressor) -> bool:
@@ -184,7 +188,10 @@ class ConvexRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
        and at most ``cv_max_iter`` iterations, and skip the box certificate (a branch and
        bound, most of a small fit's time): a CV score needs less precision than the refit.
        Candidates, splits and scores are those of scikit-learn's ``GridSearchCV`` over the
-       same grid and splits, to the solver's tolerance.
+       same grid and splits, to the solver's tolerance.  When the best candidate sits at
+       the small-rho edge of the grid, its path continues by decades while the CV score
+       improves (``extend_path``): at 10^5 samples the best of the default grid is often
+       its smallest rho.
     2. **Certified refit.**  The candidates are refitted on all the data in the order of
        their CV score (``tol``, ``max_iter``, with the certificate of
        :class:`ConvexRegressor`); the first whose ``certificate_`` is proved
@@ -234,6 +241,12 @@ class ConvexRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
         counted in ``n_not_converged_`` with one ConvergenceWarning).
     max_refits : int >= 1, default=3
         Candidates refitted with their certificates, at most.
+    extend_path : int >= 0, default=2
+        When the best candidate by CV has the smallest rho of its path (the edge of the
+        grid), that path continues one decade down (rho / 10, and lam2 / 10 when paired
+        with rho), warm started in every split from the path's last dual point, while the
+        new candidate improves the CV score, at most ``extend_path`` times; the new
+        candidates are appended to ``cv_results_``.  0: the grid only.
     n_jobs : int or None, default=None
         Parallel jobs (joblib), one per (split, sigma, rank).
     random_state : int, Generator or None, default=None
@@ -322,6 +335,7 @@ class ConvexRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
         "cv_tol": Interval(numbers.Real, 0.0, None, closed="neither"),
         "cv_max_iter": Interval(numbers.Integral, 1, None),
         "max_refits": Interval(numbers.Integral, 1, None),
+        "extend_path": Interval(numbers.Integral, 0, None),
         "n_jobs": Interval(numbers.Integral, None, None, allow_none=True),
         "random_state": ITERATIVE_OPTIONS["random_state"],
         "verbose": Bool(),
@@ -333,8 +347,9 @@ class ConvexRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
                  lam1: float = 0.0, n_landmarks: Any = "auto", cv: Any = 3,
                  holdout: float = 0.2, fit_intercept: bool = True, concave: bool = False,
                  tol: float = 1e-6, max_iter: int = 20000, cv_tol: float = 1e-4,
-                 cv_max_iter: int = 2000, max_refits: int = 3, n_jobs: int | None = None,
-                 random_state: RandomStateLike = None, verbose: bool = False) -> None:
+                 cv_max_iter: int = 2000, max_refits: int = 3, extend_path: int = 2,
+                 n_jobs: int | None = None, random_state: RandomStateLike = None,
+                 verbose: bool = False) -> None:
         self.kernel = kernel
         self.sigmas = sigmas
         self.rhos = rhos
@@ -350,6 +365,7 @@ class ConvexRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
         self.cv_tol = cv_tol
         self.cv_max_iter = cv_max_iter
         self.max_refits = max_refits
+        self.extend_path = extend_path
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
@@ -445,11 +461,15 @@ class ConvexRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
                 for c in range(nr)]
         index = {k: i for i, k in enumerate(cand)}
         table = np.empty((len(cand), nf, 6))
-        for (a, b, f), res in zip(jobs, results, strict=True):
+        duals = {}
+        for (a, b, f), (res, G) in zip(jobs, results, strict=True):
+            duals[(a, b, f)] = G
             for c, row in enumerate(res):
                 table[index[(a, b, c)], f] = row
         params = [{"lam2": regs[c][1], "n_landmarks": ranks[b], "rho": regs[c][0],
                    "sigma": sigmas[a]} for a, b, c in cand]
+        params, table = self._extend(params, table, duals, base, sigmas, ranks, Xv, yv, w,
+                                     folds)
         self.cv_results_ = self._cv_results(params, table)
         self.n_splits_ = nf
         self.n_not_converged_ = int(self.cv_results_["n_not_converged"].sum())
@@ -473,6 +493,45 @@ class ConvexRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
                   f"{self.search_time_:.1f} s, {self.n_refits_} refits in "
                   f"{self.refit_time_:.1f} s; kept {self.best_params_}")
         return self
+
+    def _extend(self, params: list[dict], table: np.ndarray, duals: dict, base: Any,
+                sigmas: list[float], ranks: list, X: np.ndarray, y: np.ndarray,
+                w: np.ndarray | None, folds: list) -> tuple[list[dict], np.ndarray]:
+        """While the best candidate is the last (smallest rho) of its path, continue that
+        path one decade down (warm started from each split's last dual point), at most
+        ``extend_path`` times; stop at the first new candidate that does not improve the
+        best CV score.  Returns the candidates and scores with the new ones appended."""
+        for _ in range(int(self.extend_path)):
+            mean = table[:, :, 0].mean(axis=1)
+            if not np.any(np.isfinite(mean)):
+                break
+            i = int(np.argmax(np.where(np.isfinite(mean), mean, -np.inf)))
+            best = params[i]
+            path = [q["rho"] for q in params
+                    if q["sigma"] == best["sigma"] and q["n_landmarks"] == best["n_landmarks"]]
+            if best["rho"] > min(path):
+                break  # inside its path: no reason to go further
+            a, b = sigmas.index(best["sigma"]), ranks.index(best["n_landmarks"])
+            if any(duals.get((a, b, f)) is None for f in range(len(folds))):
+                break  # no dual point to continue from (a primal fit)
+            down = lambda v: float(f"{v / 10.0:.12g}")  # noqa: E731  (1e-06, not 1.0...02e-06)
+            new = (down(best["rho"]), down(best["lam2"]) if self.lam2s is None else best["lam2"])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", NonConvexFitWarning)
+                warnings.simplefilter("ignore", FeatureScaleWarning)
+                results = Parallel(n_jobs=self.n_jobs)(
+                    delayed(_fit_path)(base, sigmas[a], ranks[b], [new], X, y, w,
+                                       folds[f][0], folds[f][1], init=duals[(a, b, f)])
+                    for f in range(len(folds)))
+            rows = np.array([res[0] for res, _ in results])
+            for f, (_, G) in enumerate(results):
+                duals[(a, b, f)] = G
+            params = [*params, {"lam2": new[1], "n_landmarks": best["n_landmarks"],
+                                "rho": new[0], "sigma": best["sigma"]}]
+            table = np.concatenate([table, rows[None]], axis=0)
+            if not rows[:, 0].mean() > mean[i]:
+                break
+        return params, table
 
     @staticmethod
     def _cv_results(params: list[dict], table: np.ndarray) -> dict[str, Any]:
