@@ -362,3 +362,39 @@ def test_n_landmarks_expands_the_fit_on_that_many_centers(tmp_path):
     assert psdsos.load(tmp_path / "m.npz").X_fit_.shape == (10, 2)
     code, _, err = _run([*argv, "--n-landmarks", "31"])
     assert code == 1 and "exceeds the 30 rows of the smallest 2-fold training set" in err
+
+
+def test_refits_in_cv_order_until_every_constraint_is_certified(tmp_path, monkeypatch):
+    """As convex-fit: the best by CV whose certificates are not all proved is passed over
+    for the next candidate in CV order."""
+    import dataclasses
+
+    from psdsos import ShapeConstrainedRegressor
+
+    rng = np.random.default_rng(0)
+    x = np.sort(rng.uniform(0.0, 1.0, 30))
+    y = np.sqrt(x) + 0.05 * rng.standard_normal(30)
+    data = tmp_path / "d.csv"
+    data.write_text("x,y\n" + "\n".join(f"{a!r},{b!r}" for a, b in
+                                          zip(x.tolist(), y.tolist(), strict=True)) + "\n")
+    fit0 = ShapeConstrainedRegressor.fit
+    order = []
+
+    def fit(self, X, y, sample_weight=None):
+        fit0(self, X, y, sample_weight=sample_weight)
+        if self.certify:  # the refits (the CV fits have certify=False)
+            order.append((self.sigma, self.rho))
+            if len(order) == 1:
+                self.certificate_ = {k: dataclasses.replace(c, status="sampled")
+                                     for k, c in self.certificate_.items()}
+        return self
+
+    monkeypatch.setattr(ShapeConstrainedRegressor, "fit", fit)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["shape-fit", str(data), "--target", "y", "--increasing", "x",
+                     "--cv", "2", "--rho", "1e-3,1e-5", "--sigma", "1", "--quiet"])
+    assert code == 0, err.getvalue()
+    assert len(order) == 2 and order[0] != order[1]
+    assert ("refits: 2 (in CV order); kept number 2 by CV, the first whose refit is "
+            "certified (every constraint)") in out.getvalue()

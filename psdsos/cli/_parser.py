@@ -315,4 +315,8 @@ def _add_shape_parser(sub):
     fit.add_argument("--strict", action="store_true",
                      help="exit 1 (after the report) when a constraint's certificate is not "
                           "'certified'")
+    fit.add_argument("--max-refits", type=_int_at_least(1), default=3, metavar="N",
+                     help="refit the candidates in the order of their CV error until one has "
+                          "every constraint certified, at most N of them; none: the best by "
+                          "CV is kept (default: 3)")
     fit.set_defaults(func=_shape_fit)

@@ -144,8 +144,11 @@ def _shape_fit(args, out):
           + (f" ({args.primal_solver})" if args.solver == "primal" else "")
           + f"; certificates: certify_tol = {_fmt(args.certify_tol)}, max_cells = "
           f"{args.max_cells} per constraint", file=out)
-    res, best, model = fc._search_and_refit(est, Xs, ys, grid, args, cv_params, out,
-                                         silenced=(UncertifiedShapeWarning,))
+    # the refits in CV order until every constraint is certified (ShapeConstrainedRegressorCV)
+    res, best, model = fc._search_and_refit(
+        est, Xs, ys, grid, args, cv_params, out, silenced=(UncertifiedShapeWarning,),
+        accept=lambda m: all(c.status == "certified" for c in m.certificate_.values()),
+        max_refits=args.max_refits, accepted_text="certified (every constraint)")
     user = _InUserUnits(model, scaling)
     fc._report_selection(res, best, factor_of, scaling, names, user, X, y, out)
     uncertified = fc._print_certificates(model, scaling, names, args.target, out)
