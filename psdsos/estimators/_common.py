@@ -56,3 +56,36 @@ def check_regularization(est: Any, ill_posed: str, dual_lam2: str = "",
     if est.solver == "dual" and est.lam2 == 0:
         raise ValueError(f"lam2 = 0 is not supported by solver='dual'{dual_lam2}; use "
                          f"solver='primal'{primal_lam2}")
+
+
+def standardized_loss(est: Any, owner: str) -> Any:
+    """The loss of ``est`` (its ``loss``, ``delta``, ``quantile``) in standardized units,
+    None for "squared": built from the parameters it declares (one it does not declare must
+    be None), rescaled to residuals divided by ``est.y_scale_`` (``Loss.rescaled``: delta /
+    y_scale_ for Huber).  ``owner`` names the estimator in the error of a loss that does not
+    say how it rescales."""
+    from psdsos.losses import SquaredLoss, get_loss
+
+    loss = get_loss(est.loss, delta=est.delta, quantile=est.quantile, strict=True)
+    if type(loss) is SquaredLoss:
+        return None
+    if est.y_scale_ != 1.0:
+        scaled = loss.rescaled(est.y_scale_)
+        if scaled is None:
+            raise ValueError(f"loss={est.loss!r} does not say how it rescales "
+                             f"(Loss.rescaled returns None): {owner} fits in units of the "
+                             "targets' scale")
+        loss = scaled[0]
+    return loss
+
+
+def irls_weights(loss: Any, r: np.ndarray, eps: float) -> np.ndarray:
+    """The weights omega of iteratively reweighted least squares at residuals r: l'(r) / r
+    for a smooth loss (its limit l'(h) / h at r ~ 0), |l'(r)| / max(|r|, eps) otherwise."""
+    g = loss.grad(r)
+    if loss.is_smooth:
+        h = 1e-8
+        small = np.abs(r) < h
+        return np.where(small, loss.grad(np.full_like(r, h)) / h, g / np.where(small, 1.0, r))
+    return np.abs(g) / np.maximum(np.abs(r), eps)
+

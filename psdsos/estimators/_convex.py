@@ -31,7 +31,7 @@ from psdsos._validation import (
 )
 from psdsos.estimators import _convex_certify as certify
 from psdsos.estimators import _convex_fit as fit_paths
-from psdsos.estimators._common import ITERATIVE_OPTIONS, fitted_input
+from psdsos.estimators._common import ITERATIVE_OPTIONS, fitted_input, standardized_loss
 from psdsos.estimators._convex_certify import (
     AUTO_CORNER_FRACTION,
     DEFICIT_POINTS,
@@ -41,7 +41,6 @@ from psdsos.estimators._convex_certify import (
 )
 from psdsos.estimators._dask import is_dask_array
 from psdsos.kernels import Kernel, get_kernel
-from psdsos.losses import SquaredLoss, get_loss
 from psdsos.solvers import PRIMAL_SOLVERS
 from psdsos.sos import (
     exact_gradient,
@@ -393,16 +392,9 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         to residuals divided by y_scale_ (``Loss.rescaled``: delta / y_scale_ for Huber),
         reflected when concave (``Loss.reflected``: the convex fit of -y, whose residuals
         are negated; level 1 - tau)."""
-        loss = get_loss(self.loss, delta=self.delta, quantile=self.quantile, strict=True)
-        if type(loss) is SquaredLoss:
+        loss = standardized_loss(self, "ConvexRegressor")
+        if loss is None:
             return None
-        if self.y_scale_ != 1.0:
-            scaled = loss.rescaled(self.y_scale_)
-            if scaled is None:
-                raise ValueError(f"loss={self.loss!r} does not say how it rescales "
-                                 "(Loss.rescaled returns None): ConvexRegressor fits in units "
-                                 "of the targets' scale")
-            loss = scaled[0]
         if self.concave:
             reflected = loss.reflected()
             if reflected is None:

@@ -26,7 +26,7 @@ import numpy as np
 
 from psdsos._params import resolve_kernel, warn_feature_scales
 from psdsos._validation import check_random_state, scaled_mean_std, validate_data
-from psdsos.estimators._common import check_regularization
+from psdsos.estimators._common import check_regularization, irls_weights
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.kernels import Kernel, kernel_names
@@ -456,14 +456,8 @@ def irls_start(est, problem, K, Hk, Phi, t, E, landmarks=None):
         st["alpha"], st["beta"] = alpha, beta = pw.recover(res.G)
         z = problem._values(alpha) + (E @ beta if E is not None else 0.0)
         r = z - t
-        g = loss.grad(r)
-        if loss.is_smooth:
-            h = 1e-8
-            small = np.abs(r) < h
-            omega = np.where(small, loss.grad(np.full_like(r, h)) / h,
-                             g / np.where(small, 1.0, r))
-        else:
-            omega = np.abs(g) / np.maximum(np.abs(r), st["eps"])
+        omega = irls_weights(loss, r, st["eps"])
+        if not loss.is_smooth:
             st["eps"] = max(0.5 * st["eps"], 1e-5)
         z_old, st["z"] = st["z"], z
         if z_old is not None and np.linalg.norm(z - z_old) <= 1e-10 * max(

@@ -36,7 +36,7 @@ from psdsos._validation import (
     check_random_state,
 )
 from psdsos.estimators import _shape_fit as sf
-from psdsos.estimators._common import ITERATIVE_OPTIONS, fitted_input
+from psdsos.estimators._common import ITERATIVE_OPTIONS, fitted_input, standardized_loss
 from psdsos.estimators._convex_certify import ConstraintPointsOption
 from psdsos.estimators._convex_fit import (
     check_fit_input,
@@ -53,7 +53,6 @@ from psdsos.estimators._shape_certify import (
 )
 from psdsos.estimators._weights import first_unique_rows
 from psdsos.kernels import Kernel, get_kernel
-from psdsos.losses import SquaredLoss, get_loss
 from psdsos.solvers import PRIMAL_SOLVERS
 
 __all__ = ["ShapeConstrainedRegressor", "ShapeCertificate", "UncertifiedShapeWarning"]
@@ -106,21 +105,9 @@ SHAPE_OPTIONS: dict[str, Any] = {
 
 
 def shape_loss(est: Any) -> Any:
-    """The loss of ``est`` (``loss``, ``delta``, ``quantile``) in standardized units, None for
-    "squared": built from the parameters it declares (one it does not declare must be None,
-    as in :class:`ConvexRegressor`), rescaled to residuals divided by y_scale_
-    (``Loss.rescaled``: delta / y_scale_ for Huber)."""
-    loss = get_loss(est.loss, delta=est.delta, quantile=est.quantile, strict=True)
-    if type(loss) is SquaredLoss:
-        return None
-    if est.y_scale_ != 1.0:
-        scaled = loss.rescaled(est.y_scale_)
-        if scaled is None:
-            raise ValueError(f"loss={est.loss!r} does not say how it rescales "
-                             "(Loss.rescaled returns None): ShapeConstrainedRegressor fits in "
-                             "units of the targets' scale")
-        loss = scaled[0]
-    return loss
+    """The loss of ``est`` in standardized units, None for "squared" (as in
+    :class:`ConvexRegressor`: :func:`psdsos.estimators._common.standardized_loss`)."""
+    return standardized_loss(est, "ShapeConstrainedRegressor")
 
 
 @register_loadable

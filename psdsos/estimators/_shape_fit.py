@@ -14,6 +14,7 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import minimize
 
+from psdsos.estimators._common import irls_weights
 from psdsos.estimators._convex_certify import sobol_points
 from psdsos.estimators._shape_loss_problem import ShapeRegressionLossProblem, loss_cvxpy_fit
 from psdsos.estimators._shape_problem import (
@@ -355,14 +356,8 @@ def irls_start(est: Any, data: ShapeData, problem: ShapeRegressionLossProblem,
         # the weighted least-squares multipliers c_i omega_i r_i: the loss's u at a fixed
         # point, and consistent with Gamma (v(u, Gamma) is this round's v) meanwhile
         u = c * omega * r
-        g = loss.grad(r)
-        if loss.is_smooth:
-            h = 1e-8
-            small = np.abs(r) < h
-            omega = np.where(small, loss.grad(np.full_like(r, h)) / h,
-                             g / np.where(small, 1.0, r))
-        else:
-            omega = np.abs(g) / np.maximum(np.abs(r), eps)
+        omega = irls_weights(loss, r, eps)
+        if not loss.is_smooth:
             # smaller eps make the weighted problems ill-conditioned (weights tau / eps):
             # the proximal solver finishes from there
             eps = max(0.5 * eps, PINBALL_EPS)

@@ -101,17 +101,19 @@ def solve_dual_loss(problem: Any, *, tol: float = 1e-6, max_iter: int = 20000,
     require_methods(problem, LOSS_DUAL_METHODS, "solve_dual_loss")
     tol = check_scalar(tol, "tol", lower=0.0, lower_inclusive=False)
     max_iter = check_scalar(max_iter, "max_iter", lower=1, integer=True)
-    if hasattr(problem, "blocks"):
-        return _solve_blocks(problem, tol=tol, max_iter=max_iter, init=init, verbose=verbose,
-                             history=history, check_every=check_every)
+    several = hasattr(problem, "blocks")
+    what = "shape-constrained regression" if several else "convex regression"
     if not float(problem.rho) > 0:
-        raise ValueError("rho must be > 0 for the dual solver of convex regression; use "
+        raise ValueError(f"rho must be > 0 for the dual solver of {what}; use "
                          "solver='primal' for rho = 0")
     if not float(problem.lam2) > 0:
         raise ValueError("lam2 must be > 0 for the dual solver; use solver='primal' for "
                          "lam2 = 0")
     t0 = time.perf_counter()
     every = 100 if verbose is True else int(verbose or 0)
+    if several:
+        return _solve_blocks(problem, tol=tol, max_iter=max_iter, init=init, every=every,
+                             t0=t0, history=history, check_every=check_every)
     method = _LossSteps(problem, tol=tol, max_iter=max_iter, every=every, t0=t0,
                         check_every=check_every)
     blk = method.neg.blocks[0]
@@ -210,20 +212,12 @@ class _LossSteps:
 
 
 # ---- several SoS blocks, u and Gamma coupled by the affine set (shape constraints) ----------
-def _solve_blocks(problem, *, tol, max_iter, init, verbose, history, check_every):
+def _solve_blocks(problem, *, tol, max_iter, init, every, t0, history, check_every):
     """:func:`solve_dual_loss` for a problem of several SoS blocks
     (:class:`psdsos.estimators._shape_loss_problem.ShapeRegressionLossProblem`): the
     iterate is (u, flat Gamma), the prox acts on both (the affine set
     E^T u = L_beta^T gamma), the certificate is the relative gap and the relative
     constraint residual of the primal point (beta included)."""
-    if not float(problem.rho) > 0:
-        raise ValueError("rho must be > 0 for the dual solver of shape-constrained "
-                         "regression; use solver='primal' for rho = 0")
-    if not float(problem.lam2) > 0:
-        raise ValueError("lam2 must be > 0 for the dual solver; use solver='primal' for "
-                         "lam2 = 0")
-    t0 = time.perf_counter()
-    every = 100 if verbose is True else int(verbose or 0)
     method = _BlockLossSteps(problem, tol=tol, max_iter=max_iter, every=every, t0=t0,
                              check_every=check_every)
     if init is None:
