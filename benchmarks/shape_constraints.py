@@ -16,11 +16,23 @@ One BLAS thread (threadpoolctl; also run with OMP/OPENBLAS/MKL_NUM_THREADS=1); w
 4. ``real``: load_engel (d = 1, + IsotonicRegression), load_production(log=True) (d = 3),
    random 70/30 splits, MSE / Var(y_test), tuned as in 1.
 
+``--loss squared huber`` (sections 1 and 4) fits psdsos once per loss, side by side (one
+column each; the baselines unchanged).  Huber's delta: ``--delta`` values in the units of y,
+or ``--delta-mads`` multiples of 1.345 x MAD / 0.6745 of the residuals of psdsos's
+squared-loss fit on the training part (default 1); with several, the one of the best CV
+score (the same folds) is kept, and every delta's test error is in the per-run lines.  The
+CV fits of a non-squared loss run up to ``--cv-max-iter`` iterations (default 20000, the
+refits' max_iter: their proximal-gradient solver needs thousands of iterations where the
+squared loss's Newton steps need tens; at the estimator's cv_max_iter = 1000 the held-out
+scores are those of unconverged fits).
+
 Usage::
 
     python benchmarks/shape_constraints.py --quick   # tiny sizes and grids (for CI)
     python benchmarks/shape_constraints.py           # full run (hours on 1 core); options
     # select parts, e.g. --sections accuracy --dims 2 --sizes 200 500 --seeds 1
+    python benchmarks/shape_constraints.py --sections real --real engel \
+        --loss squared huber --delta-mads 0.5 1 2      # Engel, squared vs Huber (~30 min)
 """
 
 from __future__ import annotations
@@ -57,6 +69,12 @@ from psdsos.kernels import scale_bandwidth
 
 #: psdsos's CV grid: sigma in multiples of scale_bandwidth, rho, lam2 (set by main())
 GRID = {"sigma_mults": DEFAULT_SIGMAS, "rhos": DEFAULT_RHOS, "lam2s": None}
+#: psdsos's losses (one column each) and Huber's deltas (set by main())
+LOSSES = {"losses": ("squared",), "deltas": None, "delta_mads": (1.0,), "cv_max_iter": None}
+
+
+def psdsos_name(loss):
+    return "psdsos" if loss == "squared" else f"psdsos {loss}"
 
 
 # ---- machine and timing ---------------------------------------------------------------------
@@ -127,12 +145,12 @@ def grid_search(est, grid, X, y, cv):
     return gs
 
 
-def fit_psdsos(X, y, cv, increasing=True, concave=True):
+def fit_psdsos(X, y, cv, increasing=True, concave=True, **loss):
     """ShapeConstrainedRegressorCV over GRID (its defaults unless changed on the command
-    line); returns (model, info)."""
+    line) with the keywords ``loss`` (loss, delta, cv_max_iter); returns (model, info)."""
     est = ShapeConstrainedRegressorCV(
         increasing=increasing, concave=concave, sigmas=GRID["sigma_mults"], rhos=GRID["rhos"],
-        lam2s=GRID["lam2s"], cv=cv, random_state=0)
+        lam2s=GRID["lam2s"], cv=cv, random_state=0, **loss)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -142,6 +160,7 @@ def fit_psdsos(X, y, cv, increasing=True, concave=True):
     cert = est.certificate_
     ft = est.cv_results_["mean_fit_time"]
     info = {
+        "cv score": est.best_score_,
         "sigma/scale": est.best_sigma_factor_, "rho": est.best_params_["rho"],
         "lam2": est.best_params_["lam2"], "cv + refits s": t_fit, "n_refits": est.n_refits_,
         "refits s": est.refit_time_,
@@ -178,19 +197,56 @@ BASELINES = {"HGB monotone": fit_hgb, "KernelRidge": fit_krr, "CNLS": lambda X, 
              PiecewiseLinearConvexRegressor(increasing=True, concave=True).fit(X, y)}
 
 
+def huber_deltas(X, y, cv, squared):
+    """LOSSES's deltas, or its multiples of 1.345 x the MAD scale of the residuals of the
+    squared-loss fit ``squared`` (fitted here when None); returns (deltas, MAD scale)."""
+    if LOSSES["deltas"]:
+        return [float(v) for v in LOSSES["deltas"]], np.nan
+    if squared is None:
+        squared, _ = fit_psdsos(X, y, cv)
+    r = y - squared.predict(X)
+    mad = float(np.median(np.abs(r - np.median(r)))) / 0.6745
+    return [1.345 * m * mad for m in LOSSES["delta_mads"]], mad
+
+
+def fit_psdsos_loss(X, y, Xt, target, cv, loss, squared):
+    """psdsos with ``loss``; for Huber one fit per delta, the best CV score kept.  Returns
+    (model, info) with info["per delta"]: delta -> (CV MSE, test MSE / Var(target))."""
+    if loss == "squared":
+        return fit_psdsos(X, y, cv)
+    if loss != "huber":
+        raise ValueError(f"loss {loss!r}: only 'squared' and 'huber' here")
+    deltas, mad = huber_deltas(X, y, cv, squared)
+    cv_iter = LOSSES["cv_max_iter"] or 20000
+    fits = [fit_psdsos(X, y, cv, loss="huber", delta=dl, cv_max_iter=cv_iter) for dl in deltas]
+    k = int(np.argmax([info["cv score"] for _, info in fits]))
+    est, info = fits[k]
+    info = dict(info, delta=deltas[k], mad=mad, **{
+        "cv + refits s": sum(i["cv + refits s"] for _, i in fits),
+        "per delta": {dl: (-i["cv score"], np.mean((e.predict(Xt) - target) ** 2)
+                           / np.var(target)) for dl, (e, i) in zip(deltas, fits, strict=True)}})
+    return est, info
+
+
 def compare(X, y, Xt, target, cv, isotonic=False):
-    """Relative test MSE of psdsos and the baselines, psdsos info, times, failures."""
-    res, times, fails = {}, {}, {}
+    """Relative test MSE of psdsos (one entry per loss of LOSSES) and the baselines; psdsos
+    info (a dict per loss), times, failures."""
+    res, times, fails, infos = {}, {}, {}, {}
     cv = KFold(cv, shuffle=True, random_state=0)  # the same folds for every method
     denom = np.var(target)
-    t0 = time.perf_counter()
-    try:
-        est, info = fit_psdsos(X, y, cv)
-        res["psdsos"] = np.mean((est.predict(Xt) - target) ** 2) / denom
-    except Exception as exc:  # reported, not hidden
-        info = {"certified": False, "statuses": {}, "warnings": []}
-        fails["psdsos"] = f"{type(exc).__name__}: {exc}"
-    times["psdsos"] = time.perf_counter() - t0
+    squared = None  # the squared-loss fit, whose residuals scale Huber's delta
+    for loss in LOSSES["losses"]:
+        name = psdsos_name(loss)
+        t0 = time.perf_counter()
+        try:
+            est, info = fit_psdsos_loss(X, y, Xt, target, cv, loss, squared)
+            squared = est if loss == "squared" else squared
+            res[name] = np.mean((est.predict(Xt) - target) ** 2) / denom
+        except Exception as exc:  # reported, not hidden
+            info = {"certified": False, "statuses": {}, "warnings": []}
+            fails[name] = f"{type(exc).__name__}: {exc}"
+        times[name] = time.perf_counter() - t0
+        infos[name] = info
     methods = dict(BASELINES)
     if isotonic:
         methods["Isotonic"] = lambda X, y, cv: IsotonicRegression(out_of_bounds="clip").fit(X, y)
@@ -203,49 +259,83 @@ def compare(X, y, Xt, target, cv, isotonic=False):
         except Exception as exc:
             fails[name] = f"{type(exc).__name__}: {exc}"
         times[name] = time.perf_counter() - t0
-    return res, info, times, fails
+    return res, infos, times, fails
 
 
-def detail(prefix, res, times, info, fails):
-    """One line per run: every method's MSE and time, psdsos's certificate and slowest fit."""
+def detail(prefix, res, times, infos, fails):
+    """One line per run: every method's MSE and time, psdsos's certificate and slowest fit
+    (per loss)."""
     return (f"- {prefix}: " + ", ".join(f"{k} {fmt(v)} ({times[k]:.1f} s)" for k, v in res.items())
-            + f"; psdsos n_iter {info.get('n_iter')}, exchange rounds {info.get('n_exchange')}, "
+            + "".join(detail_psdsos(k, i) for k, i in infos.items())
+            + "".join(f"; FAILED {k}: {m}" for k, m in fails.items()))
+
+
+def detail_psdsos(name, info):
+    per = info.get("per delta")
+    return (f"; {name}"
+            + (f" (delta {info['delta']:.4g}, MAD scale {info['mad']:.4g}; per delta "
+               "(CV MSE, test): " + ", ".join(f"{dl:.4g}: ({c:.4g}, {fmt(t)})"
+                                            for dl, (c, t) in per.items()) + ")"
+               if per else "")
+            + f" n_iter {info.get('n_iter')}, exchange rounds {info.get('n_exchange')}, "
             f"statuses {info['statuses']}, min relative bound "
             f"{info.get('min relative bound', np.nan):.3g}, correction "
             f"{info.get('correction', np.nan):.3g}, slowest CV fit "
             f"{info.get('slowest cv fit s', np.nan):.1f} s, "
             f"CV fits stopped at cv_max_iter {info.get('cv fits stopped at cv_max_iter')}, "
             f"refits {info.get('n_refits')} ({info.get('refits s', np.nan):.1f} s)"
-            + (f"; warnings {info['warnings']}" if info["warnings"] else "")
-            + "".join(f"; FAILED {k}: {m}" for k, m in fails.items()))
+            + (f"; warnings {info['warnings']}" if info["warnings"] else ""))
 
 
 def fmt(v):
     return "-" if v is None or not np.isfinite(v) else f"{v:.2e}"
 
 
+def psdsos_names():
+    return [psdsos_name(loss) for loss in LOSSES["losses"]]
+
+
 def comparison_header(names):
+    """With several losses, the last three columns hold one entry per loss, in the order of
+    the psdsos columns, separated by " / "."""
     return [f"| setting | {' | '.join(names)} | psdsos / best other | certified "
             "| psdsos sigma/scale, rho, lam2 | psdsos time (CV + refits) s |",
             "|" + "---|" * (len(names) + 5)]
 
 
-def comparison_row(label, names, mses, info):
-    """mses: dict name -> list of values (seeds or splits); means in the table."""
+def comparison_row(label, names, mses, infos):
+    """mses: dict name -> list of values (seeds or splits); infos: a list (seeds or splits)
+    of dicts psdsos name -> info; means in the table."""
     mean = {k: float(np.mean(v)) for k, v in mses.items() if len(v)}
-    others = [mean[k] for k in names if k != "psdsos" and k in mean]
-    ratio = mean["psdsos"] / min(others) if "psdsos" in mean and others else np.nan
-    cert = f"{sum(i['certified'] for i in info)}/{len(info)}"
-    hp = "; ".join(f"{i.get('sigma/scale', np.nan):g}, {i.get('rho', np.nan):g}, "
-                   f"{i.get('lam2', np.nan):g}" for i in info)
-    tm = ", ".join(f"{i.get('cv + refits s', np.nan):.0f}" for i in info)
+    ours = psdsos_names()
+    others = [mean[k] for k in names if k not in ours and k in mean]
+    ratio = " / ".join(f"{mean[p] / min(others):.2f}" if p in mean and others else "-"
+                       for p in ours)
+    cert = " / ".join(f"{sum(i[p]['certified'] for i in infos)}/{len(infos)}" for p in ours)
+    hp = " / ".join("; ".join(f"{i[p].get('sigma/scale', np.nan):g}, "
+                              f"{i[p].get('rho', np.nan):g}, {i[p].get('lam2', np.nan):g}"
+                              for i in infos) for p in ours)
+    tm = " / ".join(", ".join(f"{i[p].get('cv + refits s', np.nan):.0f}" for i in infos)
+                    for p in ours)
     cells = " | ".join(fmt(mean.get(k)) for k in names)
-    return f"| {label} | {cells} | {ratio:.2f} | {cert} | {hp} | {tm} |"
+    return f"| {label} | {cells} | {ratio} | {cert} | {hp} | {tm} |"
+
+
+def loss_note():
+    losses = LOSSES["losses"]
+    if tuple(losses) == ("squared",):
+        return "psdsos: squared loss."
+    return (f"psdsos with the losses {', '.join(losses)} (one column each); Huber's delta "
+            + (f"among {LOSSES['deltas']} (units of y)" if LOSSES["deltas"] else
+               f"among {LOSSES['delta_mads']} x 1.345 x the MAD scale of the squared-loss "
+               "fit's training residuals")
+            + ", the best CV score kept (the same folds); its CV fits up to "
+            f"{LOSSES['cv_max_iter'] or 20000} iterations.")
 
 
 # ---- section 1: accuracy on production functions ---------------------------------------------
 def section_accuracy(args, out):
-    names = ["psdsos", *BASELINES]
+    names = [*psdsos_names(), *BASELINES]
     out += ["", "## 1. Held-out MSE / Var(f), monotone + concave production data", "",
             f"psdsos: ShapeConstrainedRegressorCV (cv = shuffled {args.cv}-fold, the same "
             f"folds for every method) over sigma = {GRID['sigma_mults']} x "
@@ -253,8 +343,8 @@ def section_accuracy(args, out):
             f"{GRID['lam2s'] or 'min(rho, 1e-7) (paired)'} "
             "(certify=False in the CV, the best refitted with certify=True, the first "
             "certified of the 3 best kept); predictions by the certified-shape predictor. "
-            "Means over seeds " + str(list(range(args.seeds))) + "; per-seed values below.",
-            ""]
+            "Means over seeds " + str(list(range(args.seeds))) + "; per-seed values below. "
+            + loss_note(), ""]
     out += comparison_header(names)
     details = []
     for kind, d, n, noise in itertools.product(args.functions, args.dims, args.sizes,
@@ -431,12 +521,13 @@ def section_tightness(args, out):
 def section_real(args, out):
     out += ["", "## 4. Real data: held-out MSE / Var(y_test), random 70/30 splits", "",
             "Same tuning as section 1 (on the training part only); Engel: income -> food "
-            "expenditure (d = 1); Production: log gsp on log(pc, pcap, emp) (d = 3).", ""]
+            "expenditure (d = 1); Production: log gsp on log(pc, pcap, emp) (d = 3). "
+            + loss_note(), ""]
     for label in args.real:
         iso = label == "engel"
         X, y = (load_engel(return_X_y=True) if iso
                 else load_production(return_X_y=True, log=True))
-        names = ["psdsos", *BASELINES] + (["Isotonic"] if iso else [])
+        names = [*psdsos_names(), *BASELINES] + (["Isotonic"] if iso else [])
         out += comparison_header(names)
         mses, infos, details = {k: [] for k in names}, [], []
         for split in range(args.splits):
@@ -475,6 +566,15 @@ def main(argv=None):
     ap.add_argument("--grid1", type=int, default=100000)
     ap.add_argument("--max-exchange", type=int, default=None,
                     help="tightness: the estimator's max_exchange (0: certify the first fit)")
+    ap.add_argument("--loss", nargs="+", choices=["squared", "huber"], default=["squared"],
+                    help="psdsos's losses (accuracy, real), one column each")
+    ap.add_argument("--delta", nargs="+", type=float, default=None,
+                    help="Huber's delta(s) in the units of y (several: chosen by CV)")
+    ap.add_argument("--delta-mads", nargs="+", type=float, default=[1.0],
+                    help="Huber's delta(s) as multiples of 1.345 x the MAD scale of the "
+                    "squared-loss fit's training residuals (when --delta is not given)")
+    ap.add_argument("--cv-max-iter", type=int, default=None,
+                    help="cv_max_iter of psdsos's CV fits with a non-squared loss (20000)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     q = args.quick
@@ -493,6 +593,8 @@ def main(argv=None):
         setattr(args, k, v if getattr(args, k) is None else getattr(args, k))
     GRID.update(sigma_mults=tuple(args.sigma_mults), rhos=tuple(args.rhos),
                 lam2s=None if args.lam2s is None else tuple(args.lam2s))
+    LOSSES.update(losses=tuple(dict.fromkeys(args.loss)), deltas=args.delta,
+                  delta_mads=tuple(args.delta_mads), cv_max_iter=args.cv_max_iter)
     if q:
         args.cost_tols = args.cost_tols[:1]
         args.cv = min(args.cv, 2)

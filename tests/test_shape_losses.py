@@ -192,3 +192,45 @@ def test_certificates_hold_with_other_losses(loss, kw):
     G = np.linspace(-1, 1, 200)[:, None]
     assert np.all(est.gradient(G)[:, 0] >= 0)
     assert np.all(est.hessian(G)[:, 0, 0] <= 0)
+
+
+
+def test_cv_with_huber_passes_the_loss_and_matches_a_refit():
+    from psdsos import ShapeConstrainedRegressorCV
+
+    X, y, _ = _data(seed=11)
+    y[0] += 2.0  # an outlier: the fit has residuals beyond delta (Huber's linear part)
+    kw = dict(increasing=True, concave=True, loss="huber", delta=0.3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # cv_max_iter: the proximal-gradient fits of a non-squared loss need thousands
+        cv = ShapeConstrainedRegressorCV(**kw, sigmas=(1.0,), rhos=(1e-4,), cv=2,
+                                         cv_max_iter=20000).fit(X, y)
+        best = cv.best_estimator_
+        assert (best.loss, best.delta, best.quantile) == ("huber", 0.3, None)
+        again = ShapeConstrainedRegressor(**kw, tol=cv.tol, **cv.best_params_).fit(X, y)
+        squared = ShapeConstrainedRegressor(increasing=True, concave=True, tol=cv.tol,
+                                            random_state=0, **cv.best_params_).fit(X, y)
+    assert np.sum(np.abs(again.predict(X, raw=True) - y) > 0.3) >= 1
+    G = np.linspace(-1, 1, 50)[:, None]
+    np.testing.assert_allclose(cv.predict(G), again.predict(G), atol=1e-3 * np.std(y))
+    assert np.max(np.abs(cv.predict(G) - squared.predict(G))) > 0.05 * np.std(y)
+    for delta in (None, -1.0, 0.0):
+        with pytest.raises(ValueError, match="delta"):
+            ShapeConstrainedRegressorCV(increasing=True, loss="huber", delta=delta).fit(X, y)
+    with pytest.raises(ValueError, match="delta"):  # delta with the squared loss
+        ShapeConstrainedRegressorCV(increasing=True, delta=1.0).fit(X, y)
+
+
+def test_cv_iteration_cap_follows_the_loss():
+    """cv_max_iter=None: 1000 iterations for the squared loss, 20000 for the others (whose
+    proximal dual needs thousands); a given value is kept."""
+    from psdsos import ShapeConstrainedRegressorCV
+
+    assert ShapeConstrainedRegressorCV()._cv_max_iter() == 1000
+    assert ShapeConstrainedRegressorCV(loss="huber", delta=1.0)._cv_max_iter() == 20000
+    assert ShapeConstrainedRegressorCV(loss="quantile", quantile=0.5,
+                                       cv_max_iter=50)._cv_max_iter() == 50
+    with pytest.raises(ValueError, match="cv_max_iter"):
+        ShapeConstrainedRegressorCV(cv_max_iter=0).fit(np.zeros((6, 1)) + np.arange(6)[:, None],
+                                                       np.arange(6.0))
