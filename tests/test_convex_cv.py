@@ -129,6 +129,27 @@ def test_path_continues_past_the_grid_edge_while_the_score_improves():
     assert len(est.cv_results_["rank_test_score"]) == len(params)
 
 
+def test_continuation_stops_at_an_unconverged_fit(monkeypatch):
+    """A continued candidate one of whose CV fits stopped at cv_max_iter is dropped, and the
+    continuation ends there."""
+    import psdsos.estimators._convex_cv as mod
+
+    X, y = _data(n=40)
+    fit_path = mod._fit_path
+
+    def capped(*args, init=None, **kw):
+        rows, G = fit_path(*args, init=init, **kw)
+        if init is not None:  # a continued path: pretend its fits hit the cap
+            rows = [(*r[:4], False, r[5]) for r in rows]
+        return rows, G
+
+    monkeypatch.setattr(mod, "_fit_path", capped)
+    est = ConvexRegressorCV(cv=KFold(3, shuffle=True, random_state=0), max_refits=1,
+                            random_state=0, **SMALL).fit(X, y)
+    assert len(est.cv_results_["params"]) == 2 * 2  # the grid only
+    assert est.n_not_converged_ == 0
+
+
 def test_no_continuation_inside_the_grid():
     """The best candidate inside its path (not the smallest rho): nothing is added."""
     X, _ = _data(n=40)

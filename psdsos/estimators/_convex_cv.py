@@ -245,8 +245,9 @@ class ConvexRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
         When the best candidate by CV has the smallest rho of its path (the edge of the
         grid), that path continues one decade down (rho / 10, and lam2 / 10 when paired
         with rho), warm started in every split from the path's last dual point, while the
-        new candidate improves the CV score, at most ``extend_path`` times; the new
-        candidates are appended to ``cv_results_``.  0: the grid only.
+        new candidate improves the CV score and its CV fits converge within
+        ``cv_max_iter``, at most ``extend_path`` times; the new candidates are appended to
+        ``cv_results_``.  0: the grid only.
     n_jobs : int or None, default=None
         Parallel jobs (joblib), one per (split, sigma, rank).
     random_state : int, Generator or None, default=None
@@ -500,7 +501,9 @@ class ConvexRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
         """While the best candidate is the last (smallest rho) of its path, continue that
         path one decade down (warm started from each split's last dual point), at most
         ``extend_path`` times; stop at the first new candidate that does not improve the
-        best CV score.  Returns the candidates and scores with the new ones appended."""
+        best CV score, and before one of whose CV fits stopped at ``cv_max_iter`` (not
+        appended: its score would be that of a less converged fit).  Returns the
+        candidates and scores with the new ones appended."""
         for _ in range(int(self.extend_path)):
             mean = table[:, :, 0].mean(axis=1)
             if not np.any(np.isfinite(mean)):
@@ -524,6 +527,8 @@ class ConvexRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
                                        folds[f][0], folds[f][1], init=duals[(a, b, f)])
                     for f in range(len(folds)))
             rows = np.array([res[0] for res, _ in results])
+            if not rows[:, 4].all():
+                break  # a fit stopped at cv_max_iter: its score is not the candidate's
             for f, (_, G) in enumerate(results):
                 duals[(a, b, f)] = G
             params = [*params, {"lam2": new[1], "n_landmarks": best["n_landmarks"],
