@@ -79,7 +79,7 @@ from scipy.optimize import linprog
 
 from psdsos.losses import Loss
 from psdsos.solvers import BlockDualProblem, DualBlock
-from psdsos.sos._convex_losses import loss_weights
+from psdsos.sos._convex_losses import loss_weights, smooth_offset
 from psdsos.sos._convex_problem import DUAL_FLOOR
 
 __all__ = ["ShapeRegressionLossProblem", "loss_cvxpy_fit"]
@@ -276,37 +276,12 @@ class ShapeRegressionLossProblem(BlockDualProblem):
         Lagrangian in the unpenalized beta; empty without E)."""
         if self.e == 0:
             return np.zeros(0)
-        E, c, loss = self.E, self.c, self.loss
-        if not loss.is_smooth:
+        if not self.loss.is_smooth:
             return self._offset_lp(z0, g)
-        beta = np.linalg.lstsq(E, self.t - z0, rcond=None)[0] if self._beta is None \
+        beta = np.linalg.lstsq(self.E, self.t - z0, rcond=None)[0] if self._beta is None \
             else self._beta.copy()
-
-        def obj(b):
-            return self.data_term(z0 + E @ b) - float(g @ b)
-
-        f = obj(beta)
-        reg = 1e-12 * float(np.trace(E.T @ E)) * float(np.max(c))
-        for _ in range(50):
-            r = z0 + E @ beta - self.t
-            grad = E.T @ (c * loss.grad(r)) - g
-            h = 1e-7 * (1.0 + np.abs(r))
-            curv = np.maximum((loss.grad(r + h) - loss.grad(r)) / h, 0.0)
-            Hm = E.T @ ((c * curv)[:, None] * E) + reg * np.eye(self.e)
-            step = np.linalg.solve(Hm, grad)
-            t = 1.0
-            for _ in range(40):
-                fn = obj(beta - t * step)
-                if fn <= f:
-                    break
-                t *= 0.5
-            else:
-                break
-            beta, f_old, f = beta - t * step, f, fn
-            if f_old - f <= 1e-15 * max(abs(f), 1e-300):
-                break
-        self._beta = beta
-        return beta
+        self._beta = smooth_offset(self.loss, self.E, self.c, self.t, z0, beta, g)
+        return self._beta
 
     def _offset_lp(self, z0: np.ndarray, g: np.ndarray) -> np.ndarray:
         """The pinball-type loss (positively homogeneous, piecewise linear): a linear

@@ -48,7 +48,7 @@ from psdsos.losses import Loss, SquaredLoss
 from psdsos.sos._convex_base import _ConvexRegressionBase
 from psdsos.sos._convex_problem import DUAL_FLOOR
 
-__all__ = ["ConvexRegressionLossProblem", "loss_weights"]
+__all__ = ["ConvexRegressionLossProblem", "loss_weights", "smooth_offset"]
 
 
 def loss_weights(n, sample_weight=None):
@@ -59,6 +59,40 @@ def loss_weights(n, sample_weight=None):
     w = np.asarray(sample_weight, dtype=np.float64)
     w = w / float(np.max(w))
     return 2.0 * w / float(np.sum(w))
+
+
+def smooth_offset(loss: Loss, E: np.ndarray, c: np.ndarray, t: np.ndarray, z0: np.ndarray,
+                  beta: np.ndarray, g: np.ndarray | None = None) -> np.ndarray:
+    """beta minimizing sum_i c_i l(z0_i + (E beta)_i - t_i) - g^T beta for a smooth loss l:
+    damped Newton steps from ``beta`` (the curvature of l from finite differences of its
+    derivative, a ridge of 1e-12 of the scale of E^T diag(c) E, backtracking), until the
+    decrease stalls."""
+    g = np.zeros(E.shape[1]) if g is None else g
+
+    def obj(b):
+        return float(c @ loss.value(z0 + E @ b - t)) - float(g @ b)
+
+    f = obj(beta)
+    reg = 1e-12 * float(np.trace(E.T @ E)) * float(np.max(c))
+    for _ in range(50):
+        r = z0 + E @ beta - t
+        grad = E.T @ (c * loss.grad(r)) - g
+        h = 1e-7 * (1.0 + np.abs(r))
+        curv = np.maximum((loss.grad(r + h) - loss.grad(r)) / h, 0.0)
+        Hm = E.T @ ((c * curv)[:, None] * E) + reg * np.eye(E.shape[1])
+        step = np.linalg.solve(Hm, grad)
+        t_ = 1.0
+        for _ in range(40):
+            fn = obj(beta - t_ * step)
+            if fn <= f:
+                break
+            t_ *= 0.5
+        else:
+            break
+        beta, f_old, f = beta - t_ * step, f, fn
+        if f_old - f <= 1e-15 * max(abs(f), 1e-300):
+            break
+    return beta
 
 
 class ConvexRegressionLossProblem(_ConvexRegressionBase):
@@ -109,7 +143,6 @@ class ConvexRegressionLossProblem(_ConvexRegressionBase):
         self._beta = None
         if self.E is not None:
             self._Epinv = np.linalg.pinv(self.E)
-            self._EtE = self.E.T @ self.E
             self._E_rank = int(np.linalg.matrix_rank(self.E))
 
     # ---- smooth part -------------------------------------------------------------------
@@ -223,32 +256,11 @@ class ConvexRegressionLossProblem(_ConvexRegressionBase):
         """beta minimizing sum_i c_i l(z0_i + (E beta)_i - y_i) (None without E)."""
         if self.E is None:
             return np.zeros(0)
-        E, c, loss = self.E, self.c, self.loss
-        if not loss.is_smooth:
+        if not self.loss.is_smooth:
             return self._offset_lp(z0)
         beta = (self._Epinv @ (self.y - z0)) if self._beta is None else self._beta.copy()
-        f = self.data_term(z0 + E @ beta)
-        for _ in range(50):
-            r = z0 + E @ beta - self.y
-            g = E.T @ (c * loss.grad(r))
-            h = 1e-7 * (1.0 + np.abs(r))
-            curv = np.maximum((loss.grad(r + h) - loss.grad(r)) / h, 0.0)
-            Hm = E.T @ ((c * curv)[:, None] * E) + 1e-12 * np.trace(self._EtE) * np.eye(
-                E.shape[1]) * float(np.max(c))
-            step = np.linalg.solve(Hm, g)
-            t = 1.0
-            for _ in range(40):
-                fn = self.data_term(z0 + E @ (beta - t * step))
-                if fn <= f:
-                    break
-                t *= 0.5
-            else:
-                break
-            beta, f_old, f = beta - t * step, f, fn
-            if f_old - f <= 1e-15 * max(abs(f), 1e-300):
-                break
-        self._beta = beta
-        return beta
+        self._beta = smooth_offset(self.loss, self.E, self.c, self.y, z0, beta)
+        return self._beta
 
     def _offset_lp(self, z0):
         """The pinball-type (non-smooth, piecewise-linear) case: a linear program (HiGHS)."""
