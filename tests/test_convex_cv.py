@@ -289,3 +289,22 @@ def test_sklearn_estimator_checks(estimator, check):
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.simplefilter("ignore", UncertifiedShapeWarning)
         check(estimator)
+
+
+def test_no_continuation_after_slow_fits():
+    """A best candidate at the grid's edge whose CV fits took more than half of cv_max_iter:
+    the next decade is not tried (it would likely stop at the cap)."""
+    X, y = _data(n=40)
+    kw = dict(cv=KFold(3, shuffle=True, random_state=0), max_refits=1, random_state=0,
+              **SMALL)
+    free = ConvexRegressorCV(cv_max_iter=20000, **kw).fit(X, y)
+    n_grid = 4
+    assert len(free.cv_results_["params"]) > n_grid  # the edge wins, the path continues
+    best = int(np.argmax(free.cv_results_["mean_test_score"][:n_grid]))
+    iters = free.cv_results_["mean_n_iter"][best]
+    est = ConvexRegressorCV(cv_max_iter=int(1.5 * iters), **kw).fit(X, y)
+    res = est.cv_results_
+    i = int(np.argmax(res["mean_test_score"]))
+    assert res["params"][i]["rho"] == min(SMALL["rhos"])  # still the edge
+    assert res["mean_n_iter"][i] > est.cv_max_iter / 2
+    assert len(res["params"]) == n_grid

@@ -246,7 +246,8 @@ class ConvexRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
         grid), that path continues one decade down (rho / 10, and lam2 / 10 when paired
         with rho), warm started in every split from the path's last dual point, while the
         new candidate improves the CV score and its CV fits converge within
-        ``cv_max_iter``, at most ``extend_path`` times; the new candidates are appended to
+        ``cv_max_iter`` (not tried after a candidate whose fits took more than half of it),
+        at most ``extend_path`` times; the new candidates are appended to
         ``cv_results_``.  0: the grid only.
     n_jobs : int or None, default=None
         Parallel jobs (joblib), one per (split, sigma, rank).
@@ -502,7 +503,8 @@ class ConvexRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
         path one decade down (warm started from each split's last dual point), at most
         ``extend_path`` times; stop at the first new candidate that does not improve the
         best CV score, and before one of whose CV fits stopped at ``cv_max_iter`` (not
-        appended: its score would be that of a less converged fit).  Returns the
+        appended: its score would be that of a less converged fit) or after a best
+        candidate whose fits took more than half of ``cv_max_iter`` on average.  Returns the
         candidates and scores with the new ones appended."""
         for _ in range(int(self.extend_path)):
             mean = table[:, :, 0].mean(axis=1)
@@ -514,6 +516,8 @@ class ConvexRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
                     if q["sigma"] == best["sigma"] and q["n_landmarks"] == best["n_landmarks"]]
             if best["rho"] > min(path):
                 break  # inside its path: no reason to go further
+            if table[i, :, 3].mean() > self.cv_max_iter / 2:
+                break  # the next decade, slower still, would likely stop at the cap
             a, b = sigmas.index(best["sigma"]), ranks.index(best["n_landmarks"])
             if any(duals.get((a, b, f)) is None for f in range(len(folds))):
                 break  # no dual point to continue from (a primal fit)
