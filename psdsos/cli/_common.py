@@ -40,11 +40,10 @@ def _report_cv_and_refit(res, est, X, Y, cv_name, score_name, max_iter, out, acc
     print(f"{cv_name}: {n_cand} candidates x {res.n_splits_} folds = {res.n_fits} fits "
           f"in {res.wall_time:.1f} s{note}", file=out)
     scores = np.asarray(res.cv_results_["mean_test_score"], dtype=np.float64)
-    # the CV order (NaN scores last), the best first as grid_search_cv chose it
-    order = [res.best_index_] + [int(i) for i in np.argsort(-np.nan_to_num(scores, nan=-np.inf),
-                                                            kind="stable")
-                                 if i != res.best_index_]
-    order = [i for i in order if np.isfinite(scores[i])] or [res.best_index_]
+    # the CV order, the first on ties first (grid_search_cv's best_index_); NaN scores out
+    finite = np.where(np.isfinite(scores), scores, -np.inf)
+    order = [int(i) for i in np.argsort(-finite, kind="stable") if np.isfinite(scores[i])]
+    order = order or [res.best_index_]
     refits = []
     for i in order[:max(1, max_refits) if accept is not None else 1]:
         params = res.cv_results_["params"][i]

@@ -104,12 +104,6 @@ SHAPE_OPTIONS: dict[str, Any] = {
 }
 
 
-def shape_loss(est: Any) -> Any:
-    """The loss of ``est`` in standardized units, None for "squared" (as in
-    :class:`ConvexRegressor`: :func:`psdsos.estimators._common.standardized_loss`)."""
-    return standardized_loss(est, "ShapeConstrainedRegressor")
-
-
 @register_loadable
 class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     r"""Smooth kernel regression whose shape constraints hold on the whole box of the data.
@@ -347,7 +341,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         warn_feature_scales(self, kernel, Xv)
         check_kernel_and_regularization(self, kernel)
         set_scaling(self, kernel, Xv, yv, w)
-        loss = shape_loss(self)
+        loss = standardized_loss(self, "ShapeConstrainedRegressor")
         self.x_box_ = np.vstack([Xv.min(axis=0), Xv.max(axis=0)])
         p = Xv.shape[1]
         constraints = sf.parse_constraints(self, p)
