@@ -342,6 +342,37 @@ def test_certificate_sound_and_predictor_has_the_shape(kw):
         assert np.min(new) >= -1e-9 * scale, name
 
 
+@pytest.mark.parametrize("s, goal, convex_goal", [
+    (-0.3, -0.3 - 0.1, -0.3 - 0.1),  # a violation: tol below it
+    (0.0, -0.1, -0.1),
+    (0.05, -0.1, 0.05 - 0.1),  # a small margin: tol below 0, not below the margin
+    (0.1, -0.1, 0.0),  # continuous at tol
+    (0.15, -0.05, 0.05),
+    (0.2, 0.0, 0.1),  # >= 2 tol: proved >= 0 (no correction)
+    (1.0, 0.8, 0.9)])
+def test_certificate_goal(monkeypatch, s, goal, convex_goal):
+    """The covering's goal from the sampled minimum s (scale 2, tol 0.05: tol * scale 0.1):
+    s - tol * scale for a violation, -tol * scale for a margin below tol * scale, s - 2 tol
+    * scale beyond; ConvexRegressor's (margin_goal=False): s - tol * scale."""
+    from psdsos.estimators import _shape_certify as sc
+    from psdsos.estimators._shape_fit import Fit
+
+    seen = []
+
+    def fake(*args, goal, **kw):
+        seen.append(goal)
+        raise NotImplementedError
+
+    monkeypatch.setattr(sc, "kernel_constraint_certificate", fake)
+    fit = Fit(get_kernel("gaussian", sigma=1.0), np.zeros((1, 2)), np.zeros(1), np.zeros(0))
+    box = (np.zeros(2), np.ones(2))
+    con = ShapeConstraint("hessian", (0, 1))
+    for margin_goal in (True, False):
+        out = sc.certify_constraint(fit, con, box, s, 2.0, 0.05, 100, margin_goal=margin_goal)
+        assert out[1] == "sampled"
+    assert seen == pytest.approx([goal, convex_goal])
+
+
 def test_certificate_is_sampled_when_the_budget_is_tiny():
     X, y = _data(60)
     with pytest.warns(UncertifiedShapeWarning):

@@ -223,7 +223,7 @@ def convexity_certificate(est):
         box = tuple((b - est.x_offset_) / est.x_scale_ for b in fitted_box(est))
         bound, status, smin, n_cells, _ = certify_constraint(
             fit, ShapeConstraint("hessian", tuple(range(p))), box, smin / unit, scale / unit,
-            certificate_tol(smin / scale), CERTIFICATE_CELLS)
+            certificate_tol(smin / scale), CERTIFICATE_CELLS, margin_goal=False)
         bound, smin = bound * unit, smin * unit
     est.certificate_ = {name: ShapeCertificate(
         bound=float(bound), status=status, relative=float(bound / scale),
