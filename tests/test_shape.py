@@ -342,35 +342,43 @@ def test_certificate_sound_and_predictor_has_the_shape(kw):
         assert np.min(new) >= -1e-9 * scale, name
 
 
-@pytest.mark.parametrize("s, goal, convex_goal", [
-    (-0.3, -0.3 - 0.1, -0.3 - 0.1),  # a violation: tol below it
-    (0.0, -0.1, -0.1),
-    (0.05, -0.1, 0.05 - 0.1),  # a small margin: tol below 0, not below the margin
-    (0.1, -0.1, 0.0),  # continuous at tol
-    (0.15, -0.05, 0.05),
-    (0.2, 0.0, 0.1),  # >= 2 tol: proved >= 0 (no correction)
-    (1.0, 0.8, 0.9)])
-def test_certificate_goal(monkeypatch, s, goal, convex_goal):
-    """The covering's goal from the sampled minimum s (scale 2, tol 0.05: tol * scale 0.1):
-    s - tol * scale for a violation, -tol * scale for a margin below tol * scale, s - 2 tol
-    * scale beyond; ConvexRegressor's (margin_goal=False): s - tol * scale."""
+@pytest.mark.parametrize("s, goals", [
+    (-0.3, [-0.3 - 0.1]),  # a violation: tol below it, one run
+    (0.0, [-0.1]),
+    (0.05, [0.05 - 0.1, -0.1]),  # a small margin: tol below it, then tol below 0
+    (0.1, [0.0, -0.1]),
+    (0.15, [0.05, -0.05]),
+    (0.2, [0.1, 0.0]),  # >= 2 tol: the second goal still proves >= 0 (no correction)
+    (1.0, [0.9, 0.8])])
+def test_certificate_goal(monkeypatch, s, goals):
+    """The covering's goals from the sampled minimum s (scale 2, tol 0.05: tol * scale 0.1,
+    budget 800): s - tol * scale; for a margin s > 0 first with an eighth of the budget, then
+    with the rest at max(0, s - tol * scale) - tol * scale.  ConvexRegressor's
+    (margin_goal=False): s - tol * scale with the whole budget."""
+    from types import SimpleNamespace
+
     from psdsos.estimators import _shape_certify as sc
     from psdsos.estimators._shape_fit import Fit
 
     seen = []
 
-    def fake(*args, goal, **kw):
-        seen.append(goal)
-        raise NotImplementedError
+    def fake(*args, goal, max_cells, **kw):  # a covering that always runs out of cells
+        seen.append((goal, max_cells))
+        return SimpleNamespace(status="sampled", sampled_min=s, n_cells=max_cells, bound=-9.0,
+                               argmin=np.zeros(2))
 
     monkeypatch.setattr(sc, "kernel_constraint_certificate", fake)
     fit = Fit(get_kernel("gaussian", sigma=1.0), np.zeros((1, 2)), np.zeros(1), np.zeros(0))
     box = (np.zeros(2), np.ones(2))
     con = ShapeConstraint("hessian", (0, 1))
-    for margin_goal in (True, False):
-        out = sc.certify_constraint(fit, con, box, s, 2.0, 0.05, 100, margin_goal=margin_goal)
-        assert out[1] == "sampled"
-    assert seen == pytest.approx([goal, convex_goal])
+    out = sc.certify_constraint(fit, con, box, s, 2.0, 0.05, 800)
+    assert out[1] == "sampled" and out[3] == 800
+    budgets = [800] if len(goals) == 1 else [100, 700]
+    assert [g for g, _ in seen] == pytest.approx(goals)
+    assert [b for _, b in seen] == budgets
+    seen.clear()
+    sc.certify_constraint(fit, con, box, s, 2.0, 0.05, 800, margin_goal=False)
+    assert seen == [(pytest.approx(s - 0.1), 800)]
 
 
 def test_certificate_is_sampled_when_the_budget_is_tiny():

@@ -193,9 +193,9 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         where a certificate proves how much suffices).
     certify_tol : float, default=1e-2
         Relative tolerance of the exchange and of the covering: the branch and bound stops
-        once it proves g >= s - certify_tol * scale for a sampled minimum s <= 0 (a violation),
-        g >= -certify_tol * scale for a margin 0 < s < certify_tol * scale, and
-        g >= s - 2 certify_tol * scale beyond.
+        once it proves g >= s - certify_tol * scale, s the smallest value found; for a margin
+        s > 0, if an eighth of ``max_cells`` does not suffice, the rest of the budget goes
+        to g >= max(0, s - certify_tol * scale) - certify_tol * scale.
     max_exchange : int, default=10
         Rounds of the exchange method (0: the constraints at the initial points only; the
         bounds ``lower`` and ``upper`` start without points and are imposed where the fit
