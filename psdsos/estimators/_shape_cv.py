@@ -90,7 +90,7 @@ class ShapeConstrainedRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
         The shapes, as in :class:`ShapeConstrainedRegressor`.
     kernel : str or Kernel, default="gaussian"
         As :class:`ShapeConstrainedRegressor`'s (``"rbf"``: the Gaussian kernel).
-    sigmas : sequence of float > 0, default=(1.0, 2.0, 4.0)
+    sigmas : sequence of float > 0, default=(1.0, 2.0)
         Bandwidths in multiples of the data's scale.
     rhos : sequence of float >= 0, default=(1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
     lam2s : sequence of float > 0 or None, default=None
