@@ -23,7 +23,11 @@ from psdsos.sos import (
     kernel_constraint_certificate,
     representer_radius,
 )
-from psdsos.sos._box_certify import _gaussian_hessian_curvatures, _gaussian_hessian_slopes
+from psdsos.sos._box_certify import (
+    _gaussian_hessian_curvatures,
+    _gaussian_hessian_slopes,
+    _pairwise_sum,
+)
 
 SUPPORTED = [
     (GaussianKernel, "value"), (GaussianKernel, "derivative"), (GaussianKernel, "hessian"),
@@ -96,6 +100,49 @@ def test_gaussian_hessian_slopes_match_the_kernel(rng):
     # hessian_gradient differentiates the centre once: d/dx = -d/dy
     ref = -np.einsum("nmpqr,m->nrpq", kernel.hessian_gradient(X, C), a)
     np.testing.assert_allclose(T, ref, atol=1e-13)
+
+
+@given(st.integers(1, 300), st.integers(0, 2**32 - 1), st.floats(0.0, 12.0))
+def test_pairwise_sum_error_is_within_its_bound(m, seed, spread):
+    """The cascade sum's error is at most ceil(log2 m) u times the sum of the magnitudes
+    (the allowance the Gaussian Hessian block's certificate uses), against math.fsum, with
+    cancelling terms of very different sizes."""
+    import math
+
+    r = np.random.default_rng(seed)
+    t = r.standard_normal((3, m, 2)) * 10.0 ** r.uniform(-spread, spread, (3, m, 2))
+    t[0] -= t[0].mean(axis=0)  # heavy cancellation
+    got = _pairwise_sum(t)
+    assert got.shape == (3, 2)
+    u = np.finfo(np.float64).eps / 2
+    depth = math.ceil(math.log2(m)) if m > 1 else 0
+    for i, j in itertools.product(range(3), range(2)):
+        exact = math.fsum(t[i, :, j].tolist())
+        bound = depth * u * float(np.abs(t[i, :, j]).sum()) * (1 + 1e-12)
+        assert abs(got[i, j] - exact) <= bound
+
+
+def test_hessian_allowance_does_not_grow_with_the_number_of_centres():
+    """A near-interpolant of a concave quadratic on 900 centres with cancelling coefficients
+    (|a|_1 about 1e8): lambda_min(-Hess f) is about 1 on the box's interior.  The rounding
+    allowance of the Gaussian Hessian block grows with log2(m), not with m: 32 (m + p + 1) u
+    |a|_1 ||L k|| |S| would be 2.6e-3 here, more than the slack asked, the pairwise one 6e-5.
+    The certified bound is below the grid's minimum and within 2e-3 of it."""
+    kernel = GaussianKernel(sigma=1.0)
+    g1 = np.linspace(-2.0, 2.0, 30)
+    C = np.array(list(itertools.product(g1, g1)))
+    K = kernel(C, C)
+    a = np.linalg.solve(K + 1e-12 * np.eye(len(C)), -0.5 * (C**2).sum(axis=1))
+    assert np.abs(a).sum() > 5e7
+    lo, hi = -np.full(2, 0.5), np.full(2, 0.5)
+    cert = kernel_constraint_certificate(kernel, C, a, np.zeros(3), "hessian", lo, hi,
+                                         sign=-1.0, subset=[0, 1], goal=np.inf, atol=1e-3,
+                                         max_cells=20_000)
+    G = np.array(list(itertools.product(*[np.linspace(-0.5, 0.5, 41)] * 2)))
+    lam = np.linalg.eigvalsh(-kernel.hessian_sum(G, C, a))[:, 0]
+    assert cert.status == "certified"
+    assert cert.bound <= lam.min()
+    assert cert.bound >= lam.min() - 2e-3
 
 
 def test_gaussian_hessian_curvatures_match_finite_differences(rng):

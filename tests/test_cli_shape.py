@@ -398,3 +398,32 @@ def test_refits_in_cv_order_until_every_constraint_is_certified(tmp_path, monkey
     assert len(order) == 2 and order[0] != order[1]
     assert ("refits: 2 (in CV order); kept number 2 by CV, the first whose refit is "
             "certified (every constraint)") in out.getvalue()
+
+
+def test_cv_fits_use_the_estimators_constraint_points(tmp_path, monkeypatch):
+    """shape-fit's CV fits impose the shapes where ShapeConstrainedRegressorCV's do (the
+    refit's 64 points in two features)."""
+    from psdsos import ShapeConstrainedRegressor
+    from psdsos.estimators._shape_cv import default_cv_points
+
+    rng = np.random.default_rng(1)
+    X = rng.uniform(0.1, 1.0, (40, 2))
+    y = np.sqrt(X).sum(axis=1) + 0.05 * rng.standard_normal(40)
+    data = tmp_path / "d.csv"
+    data.write_text("a,b,y\n" + "\n".join(f"{r[0]!r},{r[1]!r},{t!r}" for r, t in
+                                           zip(X.tolist(), y.tolist(), strict=True)) + "\n")
+    fit0 = ShapeConstrainedRegressor.fit
+    seen = set()
+
+    def fit(self, X, y, sample_weight=None):
+        if not self.certify:
+            seen.add(self.constraint_points)
+        return fit0(self, X, y, sample_weight=sample_weight)
+
+    monkeypatch.setattr(ShapeConstrainedRegressor, "fit", fit)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["shape-fit", str(data), "--target", "y", "--increasing", "a,b",
+                     "--cv", "2", "--rho", "1e-3", "--sigma", "1", "--quiet"])
+    assert code == 0, err.getvalue()
+    assert seen == {default_cv_points(2)} == {64}

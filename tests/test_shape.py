@@ -345,7 +345,7 @@ def test_certificate_sound_and_predictor_has_the_shape(kw):
 @pytest.mark.parametrize("s, goals", [
     (-0.3, [-0.3 - 0.1]),  # a violation: tol below it, one run
     (0.0, [-0.1]),
-    (0.05, [0.05 - 0.1, -0.1]),  # a small margin: tol below it, then tol below 0
+    (0.05, [0.0, 0.05 - 0.1, -0.1]),  # a small margin: 0, tol below it, tol below 0
     (0.1, [0.0, -0.1]),
     (0.15, [0.05, -0.05]),
     (0.2, [0.1, 0.0]),  # >= 2 tol: the second goal still proves >= 0 (no correction)
@@ -353,17 +353,19 @@ def test_certificate_sound_and_predictor_has_the_shape(kw):
 def test_certificate_goal(monkeypatch, s, goals):
     """The covering's goals from the sampled minimum s (scale 2, tol 0.05: tol * scale 0.1,
     budget 800): s - tol * scale; for a margin s > 0 first with an eighth of the budget, then
-    with the rest at max(0, s - tol * scale) - tol * scale.  ConvexRegressor's
-    (margin_goal=False): s - tol * scale with the whole budget."""
+    with the rest at max(0, s - tol * scale) - tol * scale; a margin below tol * scale is
+    first aimed at 0 (slack s / 2) with a sixteenth.  ConvexRegressor's (margin_goal=False):
+    s - tol * scale with the whole budget."""
     from types import SimpleNamespace
 
     from psdsos.estimators import _shape_certify as sc
     from psdsos.estimators._shape_fit import Fit
 
-    seen = []
+    seen, atols = [], []
 
-    def fake(*args, goal, max_cells, **kw):  # a covering that always runs out of cells
+    def fake(*args, goal, max_cells, atol, **kw):  # a covering that always runs out of cells
         seen.append((goal, max_cells))
+        atols.append(atol)
         return SimpleNamespace(status="sampled", sampled_min=s, n_cells=max_cells, bound=-9.0,
                                argmin=np.zeros(2))
 
@@ -373,9 +375,12 @@ def test_certificate_goal(monkeypatch, s, goals):
     con = ShapeConstraint("hessian", (0, 1))
     out = sc.certify_constraint(fit, con, box, s, 2.0, 0.05, 800)
     assert out[1] == "sampled" and out[3] == 800
-    budgets = [800] if len(goals) == 1 else [100, 700]
+    budgets = {1: [800], 2: [100, 700], 3: [50, 100, 650]}[len(goals)]
     assert [g for g, _ in seen] == pytest.approx(goals)
     assert [b for _, b in seen] == budgets
+    # the slack: s / 2 for the goal 0, tol * scale otherwise
+    assert atols == pytest.approx(([s / 2] if len(goals) == 3 else []) + [0.1] * min(
+        len(goals), 2))
     seen.clear()
     sc.certify_constraint(fit, con, box, s, 2.0, 0.05, 800, margin_goal=False)
     assert seen == [(pytest.approx(s - 0.1), 800)]

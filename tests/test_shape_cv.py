@@ -39,7 +39,7 @@ def test_selection_equals_exhaustive_grid_search():
                                       cv_max_iter=20000, max_refits=1, tol=1e-4,
                                       random_state=0, **grid_small).fit(X, y)
     base = ShapeConstrainedRegressor(increasing=True, concave=True, certify=False,
-                                     max_exchange=0, constraint_points=16, tol=cv_tol,
+                                     max_exchange=0, constraint_points=64, tol=cv_tol,
                                      max_iter=20000, random_state=0)
     s = scale_bandwidth(X)
     grid = {"sigma": [m * s for m in grid_small["sigmas"]], "rho": list(grid_small["rhos"]),
@@ -59,6 +59,16 @@ def test_selection_equals_exhaustive_grid_search():
     assert est.best_params_ == ref.best_params_
     assert est.best_score_ == pytest.approx(ref.best_score_, rel=10 * np.sqrt(cv_tol))
     assert est.best_sigma_factor_ * s == pytest.approx(est.best_params_["sigma"])
+
+
+def test_default_cv_points():
+    """The CV fits' constraint points: the refit's 64 in two features, 4 * 2**p (at most 64)
+    otherwise; the CLI's search uses the same."""
+    from psdsos.estimators._shape_cv import default_cv_points
+
+    assert [default_cv_points(p) for p in range(1, 7)] == [8, 64, 32, 64, 64, 64]
+    assert ShapeConstrainedRegressorCV()._base(2).constraint_points == 64
+    assert ShapeConstrainedRegressorCV(cv_constraint_points=16)._base(2).constraint_points == 16
 
 
 def test_refit_is_certified_and_predicts_as_best_estimator():

@@ -102,7 +102,7 @@ def _shape_grid(name):
 
 def _shape_fit(args, out):
     from psdsos.estimators import ShapeConstrainedRegressor, UncertifiedShapeWarning
-    from psdsos.estimators._shape_cv import CV_POINTS_MAX
+    from psdsos.estimators._shape_cv import default_cv_points
 
     args.verbose = not args.quiet
     if args.target is None:
@@ -127,9 +127,9 @@ def _shape_fit(args, out):
         max_exchange=args.max_exchange, random_state=args.random_state,
         **fc._solver_settings(args))
     # the CV fits hold the constraints at their points only (no exchange, no certificate),
-    # fewer of them than the refit (as ShapeConstrainedRegressorCV)
+    # as many as ShapeConstrainedRegressorCV's (fewer than the refit's beyond two features)
     cv_params = {"certify": False, "max_exchange": 0,
-                 "constraint_points": min(4 * 2 ** X.shape[1], CV_POINTS_MAX)}
+                 "constraint_points": default_cv_points(X.shape[1])}
     if args.solver == "dual":
         cv_params["max_iter"] = min(est.max_iter, fc.CV_MAX_ITER)
         # a candidate's score needs less than the refit's gap (ShapeConstrainedRegressorCV's

@@ -89,7 +89,10 @@ def certifiable(p: int, d: int) -> bool:
 
 
 # ---- the certificate of one constraint -----------------------------------------------------------
-#: A constraint with a margin at the samples first gets this fraction of the budget for the
+#: A constraint with a margin 0 < s < tol * scale at the samples first gets this fraction of
+#: the budget to prove g >= 0 outright (no correction at all; see :func:`certify_constraint`).
+ZERO_GOAL_FRACTION = 0.0625
+#: A constraint with a margin at the samples then gets this fraction of the budget for the
 #: goal ``s - tol * scale`` (a bound close to the margin: little or no correction), then
 #: the rest for the looser goal (see :func:`certify_constraint`).
 TIGHT_GOAL_FRACTION = 0.125
@@ -111,7 +114,14 @@ def certify_constraint(fit: Fit, con: ShapeConstraint, box, sampled_min: float, 
     goal ``s - tol * scale`` gets ``TIGHT_GOAL_FRACTION`` of the budget, and if that runs
     out, the rest goes to the looser goal ``max(0, s - tol * scale) - tol * scale``
     (``-tol * scale`` for a margin below ``tol * scale``; >= 0, so no correction, for
-    s >= 2 tol * scale).  ``n_cells`` counts both.  ``margin_goal=False``: one run at
+    s >= 2 tol * scale).  A margin below ``tol * scale``, whose goal ``s - tol * scale`` is
+    negative, is first given ``ZERO_GOAL_FRACTION`` of the budget for the goal 0 with the
+    slack s / 2 (cells settled at ``min(0, m - s / 2)``, m the smallest value the covering
+    finds): the bound then proves the shape without any correction, unless the covering
+    finds values below s / 2.  The correction, though small, is a global quadratic or linear
+    term: on a concave fit (d = 2, n = 2000, 5% noise) whose sampled margin was +0.34% of
+    its scale, the bound -1.1% and its correction raised the test error from 3.5e-5 to
+    4.6e-5 of Var f.  ``n_cells`` counts every stage.  ``margin_goal=False``: one run at
     ``s - tol * scale`` (ConvexRegressor's certificate, whose
     :func:`~psdsos.estimators._convex_certify.certificate_tol` sets tol from s, and whose
     convexity deficit is the bound).
@@ -127,14 +137,23 @@ def certify_constraint(fit: Fit, con: ShapeConstraint, box, sampled_min: float, 
     affine = fit.beta if fit.beta.size else np.zeros(lo.shape[0] + 1)
     if not certifiable(lo.shape[0], con.d):
         return sampled_min, "sampled", sampled_min, 0, None
+    slack = tol * scale
     staged = margin_goal and sampled_min > 0.0
-    budget = max(1, int(max_cells * TIGHT_GOAL_FRACTION)) if staged else max_cells
-    smin, used, goal = sampled_min, 0, sampled_min - tol * scale
-    while True:
+    # (stage, its fraction of max_cells; None: what is left)
+    stages = [("zero", ZERO_GOAL_FRACTION)] if staged and sampled_min < slack else []
+    stages += [("tight", TIGHT_GOAL_FRACTION), ("loose", None)] if staged else [("tight", None)]
+    smin, used, argmin = sampled_min, 0, None
+    for stage, fraction in stages:
+        budget = (max_cells - used if fraction is None
+                  else min(max(1, int(max_cells * fraction)), max_cells - used))
+        if budget < 1:
+            break
+        goal, atol = {"zero": (0.0, smin / 2), "tight": (smin - slack, slack),
+                      "loose": (max(0.0, smin - slack) - slack, slack)}[stage]
         try:
             cert = kernel_constraint_certificate(fit.kernel, fit.C, fit.alpha, affine,
                                                  con.kind, lo, hi, goal=goal,
-                                                 atol=tol * scale, max_cells=budget,
+                                                 atol=max(atol, 0.0), max_cells=budget,
                                                  # a budget below the default grid: one cell
                                                  initial=1 if budget < 4**lo.shape[0]
                                                  else None, **kw)
@@ -145,11 +164,7 @@ def certify_constraint(fit: Fit, con: ShapeConstraint, box, sampled_min: float, 
         argmin = np.asarray(cert.argmin, dtype=np.float64)
         if cert.status == "certified":
             return float(min(cert.bound, smin)), "certified", smin, used, argmin
-        budget = max_cells - used
-        if not staged or budget < 1:
-            return smin, "sampled", smin, used, argmin
-        staged = False
-        goal = max(0.0, smin - tol * scale) - tol * scale
+    return smin, "sampled", smin, used, argmin
 
 
 def constraint_scale(fit: Fit, con: ShapeConstraint, design: np.ndarray) -> float:
