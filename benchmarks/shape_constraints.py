@@ -68,7 +68,7 @@ from psdsos.estimators._shape_cv import DEFAULT_RHOS, DEFAULT_SIGMAS
 from psdsos.kernels import scale_bandwidth
 
 #: psdsos's CV grid: sigma in multiples of scale_bandwidth, rho, lam2 (set by main())
-GRID = {"sigma_mults": DEFAULT_SIGMAS, "rhos": DEFAULT_RHOS, "lam2s": None}
+GRID = {"sigma_mults": DEFAULT_SIGMAS, "rhos": DEFAULT_RHOS, "lam2s": None, "certify_tol": None}
 #: psdsos's losses (one column each) and Huber's deltas (set by main())
 LOSSES = {"losses": ("squared",), "deltas": None, "delta_mads": (1.0,), "cv_max_iter": None}
 
@@ -150,7 +150,8 @@ def fit_psdsos(X, y, cv, increasing=True, concave=True, **loss):
     line) with the keywords ``loss`` (loss, delta, cv_max_iter); returns (model, info)."""
     est = ShapeConstrainedRegressorCV(
         increasing=increasing, concave=concave, sigmas=GRID["sigma_mults"], rhos=GRID["rhos"],
-        lam2s=GRID["lam2s"], cv=cv, random_state=0, **loss)
+        lam2s=GRID["lam2s"], cv=cv, random_state=0,
+        **({} if GRID["certify_tol"] is None else {"certify_tol": GRID["certify_tol"]}), **loss)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -298,9 +299,19 @@ def psdsos_names():
 def comparison_header(names):
     """With several losses, the last three columns hold one entry per loss, in the order of
     the psdsos columns, separated by " / "."""
-    return [f"| setting | {' | '.join(names)} | psdsos / best other | certified "
-            "| psdsos sigma/scale, rho, lam2 | psdsos time (CV + refits) s |",
-            "|" + "---|" * (len(names) + 5)]
+    return [f"| setting | {' | '.join(names)} | psdsos / best other | psdsos best in "
+            "| certified | psdsos sigma/scale, rho, lam2 | psdsos time (CV + refits) s |",
+            "|" + "---|" * (len(names) + 6)]
+
+
+def runs_won(ours, others, mses):
+    """'k/r': in k of the r seeds (splits), ``ours``'s error is at most every other's."""
+    mine = mses.get(ours, [])
+    theirs = [mses[k] for k in others if len(mses.get(k, [])) == len(mine)]
+    if not mine or not theirs:
+        return "-"
+    won = sum(all(v[j] >= mine[j] for v in theirs) for j in range(len(mine)))
+    return f"{won}/{len(mine)}"
 
 
 def comparison_row(label, names, mses, infos):
@@ -311,6 +322,7 @@ def comparison_row(label, names, mses, infos):
     others = [mean[k] for k in names if k not in ours and k in mean]
     ratio = " / ".join(f"{mean[p] / min(others):.2f}" if p in mean and others else "-"
                        for p in ours)
+    best_in = " / ".join(runs_won(p, [k for k in names if k not in ours], mses) for p in ours)
     cert = " / ".join(f"{sum(i[p]['certified'] for i in infos)}/{len(infos)}" for p in ours)
     hp = " / ".join("; ".join(f"{i[p].get('sigma/scale', np.nan):g}, "
                               f"{i[p].get('rho', np.nan):g}, {i[p].get('lam2', np.nan):g}"
@@ -318,7 +330,7 @@ def comparison_row(label, names, mses, infos):
     tm = " / ".join(", ".join(f"{i[p].get('cv + refits s', np.nan):.0f}" for i in infos)
                     for p in ours)
     cells = " | ".join(fmt(mean.get(k)) for k in names)
-    return f"| {label} | {cells} | {ratio} | {cert} | {hp} | {tm} |"
+    return f"| {label} | {cells} | {ratio} | {best_in} | {cert} | {hp} | {tm} |"
 
 
 def loss_note():
@@ -341,6 +353,8 @@ def section_accuracy(args, out):
             f"folds for every method) over sigma = {GRID['sigma_mults']} x "
             f"scale_bandwidth x rho = {GRID['rhos']} x lam2 = "
             f"{GRID['lam2s'] or 'min(rho, 1e-7) (paired)'} "
+            + (f"(certify_tol = {GRID['certify_tol']}) " if GRID["certify_tol"] else "")
+            +
             "(certify=False in the CV, the best refitted with certify=True, the first "
             "certified of the 3 best kept); predictions by the certified-shape predictor. "
             "Means over seeds " + str(list(range(args.seeds))) + "; per-seed values below. "
@@ -573,6 +587,9 @@ def main(argv=None):
     ap.add_argument("--delta-mads", nargs="+", type=float, default=[1.0],
                     help="Huber's delta(s) as multiples of 1.345 x the MAD scale of the "
                     "squared-loss fit's training residuals (when --delta is not given)")
+    ap.add_argument("--certify-tol", type=float, default=None,
+                    help="certify_tol of psdsos's refits (accuracy, real; default: the "
+                         "estimator's)")
     ap.add_argument("--cv-max-iter", type=int, default=None,
                     help="cv_max_iter of psdsos's CV fits with a non-squared loss (20000)")
     ap.add_argument("--out", default=None)
@@ -592,7 +609,8 @@ def main(argv=None):
     for k, v in defaults.items():
         setattr(args, k, v if getattr(args, k) is None else getattr(args, k))
     GRID.update(sigma_mults=tuple(args.sigma_mults), rhos=tuple(args.rhos),
-                lam2s=None if args.lam2s is None else tuple(args.lam2s))
+                lam2s=None if args.lam2s is None else tuple(args.lam2s),
+                certify_tol=args.certify_tol)
     LOSSES.update(losses=tuple(dict.fromkeys(args.loss)), deltas=args.delta,
                   delta_mads=tuple(args.delta_mads), cv_max_iter=args.cv_max_iter)
     if q:

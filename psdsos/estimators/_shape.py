@@ -193,9 +193,11 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         where a certificate proves how much suffices).
     certify_tol : float, default=1e-2
         Relative tolerance of the exchange and of the covering: the branch and bound stops
-        once it proves g >= s - certify_tol * scale, s the smallest value found; for a margin
-        s > 0, if an eighth of ``max_cells`` does not suffice, the rest of the budget goes
-        to g >= max(0, s - certify_tol * scale) - certify_tol * scale.
+        once it proves g >= s - certify_tol * scale, s the smallest value found; a margin
+        0 < s < certify_tol * scale is first aimed at g >= 0 (no correction) with a sixteenth
+        of ``max_cells``; for a margin s > 0, if an eighth of ``max_cells`` does not reach
+        s - certify_tol * scale, the rest of the budget goes to
+        g >= max(0, s - certify_tol * scale) - certify_tol * scale.
     max_exchange : int, default=10
         Rounds of the exchange method (0: the constraints at the initial points only; the
         bounds ``lower`` and ``upper`` start without points and are imposed where the fit

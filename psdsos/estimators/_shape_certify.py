@@ -119,8 +119,8 @@ def certify_constraint(fit: Fit, con: ShapeConstraint, box, sampled_min: float, 
     slack s / 2 (cells settled at ``min(0, m - s / 2)``, m the smallest value the covering
     finds): the bound then proves the shape without any correction, unless the covering
     finds values below s / 2.  The correction, though small, is a global quadratic or linear
-    term: on a concave fit (d = 2, n = 2000, 5% noise) whose sampled margin was +0.34% of
-    its scale, the bound -1.1% and its correction raised the test error from 3.5e-5 to
+    term: on a concave fit (d = 2, n = 2000, 5% noise) whose sampled margin was +0.24% of
+    its scale, the bound -0.76% and its correction raised the test error from 3.5e-5 to
     4.6e-5 of Var f.  ``n_cells`` counts every stage.  ``margin_goal=False``: one run at
     ``s - tol * scale`` (ConvexRegressor's certificate, whose
     :func:`~psdsos.estimators._convex_certify.certificate_tol` sets tol from s, and whose

@@ -497,7 +497,7 @@ def kernel_constraint_certificate(
     second = type(kernel) is GaussianKernel  # smooth enough for the Taylor bound
     # the Gaussian Hessian block's centre values are summed pairwise (_pairwise_sum): depth
     # ceil(log2 m) instead of m; a fit with m = 2000 centres and |a|_1 = 4e7 (rho = 1e-8)
-    # had an allowance of 1.2% of its curvature scale, which no refinement could beat
+    # had an allowance of about 0.9% of its curvature scale, which no refinement could beat
     depth = (int(np.ceil(np.log2(m))) + 8 if second and kind == "hessian" else m)
     roundoff = 32.0 * (depth + p + 1) * eps * abs(sign) * (kernel_size + affine_size)
     mid, half = (box_lo + box_hi) / 2, (box_hi - box_lo) / 2
