@@ -66,6 +66,8 @@ CV_POINTS_2D = 64
 def default_cv_points(p: int) -> int:
     """The CV fits' constraint points on p features (``cv_constraint_points=None``)."""
     return CV_POINTS_2D if p == 2 else min(4 * 2**p, CV_POINTS_MAX)
+
+
 #: ``cv_max_iter=None``: the CV fits' iteration cap for the squared loss, and for the other
 #: losses (a dual with one variable per sample, finished by proximal steps).
 CV_MAX_ITER, CV_MAX_ITER_LOSS = 1000, 20000
