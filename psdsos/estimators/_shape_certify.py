@@ -140,7 +140,8 @@ def certify_constraint(fit: Fit, con: ShapeConstraint, box, sampled_min: float, 
     slack = tol * scale
     staged = margin_goal and sampled_min > 0.0
     # (stage, its fraction of max_cells; None: what is left)
-    stages = [("zero", ZERO_GOAL_FRACTION)] if staged and sampled_min < slack else []
+    stages: list[tuple[str, float | None]] = (
+        [("zero", ZERO_GOAL_FRACTION)] if staged and sampled_min < slack else [])
     stages += [("tight", TIGHT_GOAL_FRACTION), ("loose", None)] if staged else [("tight", None)]
     smin, used, argmin = sampled_min, 0, None
     for stage, fraction in stages:
