@@ -145,13 +145,17 @@ def grid_search(est, grid, X, y, cv):
     return gs
 
 
+def certify_setting():
+    """psdsos's certify_tol when --certify-tol is given (else the estimator's default)."""
+    return {} if GRID["certify_tol"] is None else {"certify_tol": GRID["certify_tol"]}
+
+
 def fit_psdsos(X, y, cv, increasing=True, concave=True, **loss):
     """ShapeConstrainedRegressorCV over GRID (its defaults unless changed on the command
     line) with the keywords ``loss`` (loss, delta, cv_max_iter); returns (model, info)."""
     est = ShapeConstrainedRegressorCV(
         increasing=increasing, concave=concave, sigmas=GRID["sigma_mults"], rhos=GRID["rhos"],
-        lam2s=GRID["lam2s"], cv=cv, random_state=0,
-        **({} if GRID["certify_tol"] is None else {"certify_tol": GRID["certify_tol"]}), **loss)
+        lam2s=GRID["lam2s"], cv=cv, random_state=0, **certify_setting(), **loss)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -353,8 +357,7 @@ def section_accuracy(args, out):
             f"folds for every method) over sigma = {GRID['sigma_mults']} x "
             f"scale_bandwidth x rho = {GRID['rhos']} x lam2 = "
             f"{GRID['lam2s'] or 'min(rho, 1e-7) (paired)'} "
-            + (f"(certify_tol = {GRID['certify_tol']}) " if GRID["certify_tol"] else "")
-            +
+            f"{''.join(f'(certify_tol = {v}) ' for v in certify_setting().values())}"
             "(certify=False in the CV, the best refitted with certify=True, the first "
             "certified of the 3 best kept); predictions by the certified-shape predictor. "
             "Means over seeds " + str(list(range(args.seeds))) + "; per-seed values below. "
