@@ -81,6 +81,10 @@ def test_refit_is_certified_and_predicts_as_best_estimator():
     best = est.best_estimator_
     assert best.certify and best.sigma == est.best_params_["sigma"]
     assert best.rho == est.best_params_["rho"] and best.lam2 == est.best_params_["lam2"]
+    # the refits' tolerance is the search's (3e-3 by default, tighter than the single
+    # estimator's 1e-2)
+    assert best.certify_tol == est.certify_tol == 3e-3
+    assert ShapeConstrainedRegressor().certify_tol == 1e-2
     G = np.linspace(0.1, 1.0, 50)[:, None]
     for raw in (False, True):
         np.testing.assert_array_equal(est.predict(G, raw=raw), best.predict(G, raw=raw))
