@@ -83,10 +83,33 @@ def fitted():
 # ---------------------------------------------------------------------------------------
 # files of the previous savers
 # ---------------------------------------------------------------------------------------
+def _tied_classes(model, X, got, want):
+    """For a SELF multiclass model: the rows where ``got`` and ``want`` differ are exact
+    ties of the decoding (both labels' scores sum_i alpha_i(x) [y_i = label] equal to
+    rounding), where either label is the argmax and rounding decides."""
+    labels = model.output_space_.Y_train_
+    alpha = model.scores(X)
+    for j in np.flatnonzero(got != want):
+        tol = 64 * np.finfo(float).eps * np.abs(alpha[j]).sum()
+        totals = {lab: alpha[j] @ (labels == lab) for lab in np.unique(labels)}
+        # both labels are the largest total, to rounding
+        assert max(totals.values()) - min(totals[got[j]], totals[want[j]]) <= tol, totals
+    return got != want
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_file_of_the_previous_saver_loads_and_predicts_as_before(kind):
     model = psdsos.load(DATA / f"{kind}.npz")
-    _assert_same_predictions(FIX.predict(model, EXPECTED[f"{kind}/X"]), EXPECTED[f"{kind}/y"])
+    X, want = EXPECTED[f"{kind}/X"], EXPECTED[f"{kind}/y"]
+    got = np.asarray(FIX.predict(model, X))
+    if kind == "SELFEstimator-labels":
+        # the fixtures' middle test point is equidistant from a "b" and a "c" training
+        # point of equal weight: an exact tie between the two, decided by rounding (it
+        # changed with the BLAS); everywhere else the labels must be equal
+        tied = _tied_classes(model, X, got, want)
+        assert tied.sum() <= 1
+        got, want = got[~tied], want[~tied]
+    _assert_same_predictions(got, want)
 
 
 #: Constructor parameters added since the fixtures were written: saved with their default

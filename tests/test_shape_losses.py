@@ -208,7 +208,8 @@ def test_cv_with_huber_passes_the_loss_and_matches_a_refit():
                                          cv_max_iter=20000).fit(X, y)
         best = cv.best_estimator_
         assert (best.loss, best.delta, best.quantile) == ("huber", 0.3, None)
-        again = ShapeConstrainedRegressor(**kw, tol=cv.tol, **cv.best_params_).fit(X, y)
+        again = ShapeConstrainedRegressor(**kw, tol=cv.tol, certify_tol=cv.certify_tol,
+                                          **cv.best_params_).fit(X, y)
         squared = ShapeConstrainedRegressor(increasing=True, concave=True, tol=cv.tol,
                                             random_state=0, **cv.best_params_).fit(X, y)
     assert np.sum(np.abs(again.predict(X, raw=True) - y) > 0.3) >= 1
