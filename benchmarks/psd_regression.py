@@ -33,8 +33,8 @@ from psdsos import PSDRegressor
 from psdsos.datasets import make_bures_geodesic
 from psdsos.features import ExactFeatures
 from psdsos.kernels import get_kernel
+from psdsos.problems import PSDLeastSquares
 from psdsos.solvers import solve_dual
-from psdsos.sos import PSDLeastSquares
 
 
 def data(n, seed=0):

@@ -38,8 +38,8 @@ from psdsos.datasets import make_bures_geodesic
 from psdsos.features import ExactFeatures
 from psdsos.kernels import get_kernel
 from psdsos.losses import HuberLoss
+from psdsos.problems import PSDLeastSquares, PSDLossProblem
 from psdsos.solvers import solve_dual
-from psdsos.sos import PSDLeastSquares, PSDLossProblem
 
 KW = dict(kernel="exponential", sigma=0.1, lam1=0.0, lam2=1e-4)
 DELTA = 0.1

@@ -3,8 +3,9 @@
 PSD-valued functions F_B(x) = Psi(x)^T B Psi(x) with B PSD (Muzellec, Bach, Rudi),
 convex regression with SoS Hessian constraints, and SELF structured prediction.
 
-Subpackages (lower never imports higher): kernels -> features -> sos -> solvers ->
-estimators -> structured; geometry, datasets, model_selection, plotting and cli around them.
+Subpackages (lower never imports higher): kernels -> features -> sos -> problems ->
+solvers -> estimators -> structured; geometry, datasets, model_selection, plotting and cli
+around them.
 """
 
 from psdsos._config import config_context, get_config, set_config

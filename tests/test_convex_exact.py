@@ -1,5 +1,5 @@
 """Convex regression with the exact Hessian representation (PSD paper, eq. 21, 37,
-Proposition 17): psdsos.sos.ConvexRegressionExactProblem and
+Proposition 17): psdsos.problems.ConvexRegressionExactProblem and
 ConvexRegressor(representation="exact").
 
 Independent references (never the library's own pieces):
@@ -30,8 +30,8 @@ from psdsos.kernels import (
     Matern32Kernel,
     Matern52Kernel,
 )
+from psdsos.problems import ConvexRegressionExactProblem, exact_hessian, exact_value
 from psdsos.solvers import solve_dual, solve_primal
-from psdsos.sos import ConvexRegressionExactProblem, exact_hessian, exact_value
 
 #: Clarabel tolerance of the primal fits, and the relative Hessian-constraint residual
 #: allowed (measured <= 3e-9 on seeds 0-2 for the problems below).

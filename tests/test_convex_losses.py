@@ -16,10 +16,11 @@ from psdsos.estimators._convex import NonConvexFitWarning
 from psdsos.features import ExactFeatures
 from psdsos.kernels import GaussianKernel
 from psdsos.losses import get_loss
+from psdsos.problems import ConvexRegressionProblem
+from psdsos.problems._convex_loss import ConvexRegressionLossProblem
 from psdsos.solvers import solve_dual
 from psdsos.solvers._dual_convex import solve_dual_loss
-from psdsos.sos import ConvexRegressionProblem, SoSBlock
-from psdsos.sos._convex_losses import ConvexRegressionLossProblem
+from psdsos.sos import SoSBlock
 
 LOSSES = [("huber", {"delta": 0.15}), ("quantile", {"quantile": 0.3}),
           ("expectile", {"quantile": 0.8})]

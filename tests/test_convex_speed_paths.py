@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from psdsos import ConvexRegressor, PSDRegressor
-from psdsos.sos._convex_problem import DUAL_FLOOR
+from psdsos.problems._convex import DUAL_FLOOR
 
 
 def _affine_data(n=30, d=2, seed=0):

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from psdsos.problems import PSDLeastSquares
 from psdsos.solvers import (
     BlockDualProblem,
     DualBlock,
@@ -23,7 +24,7 @@ from psdsos.solvers import (
     dual_capabilities,
     solve_dual,
 )
-from psdsos.sos import PSDLeastSquares, sos_evaluate
+from psdsos.sos import sos_evaluate
 
 
 def _sym_basis(d):

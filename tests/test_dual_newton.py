@@ -15,6 +15,7 @@ from sklearn.exceptions import ConvergenceWarning
 from psdsos import PSDRegressor
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.losses import get_loss
+from psdsos.problems import PSDLeastSquares, PSDLossProblem
 from psdsos.solvers import (
     BlockDualProblem,
     DualBlock,
@@ -27,7 +28,7 @@ from psdsos.solvers import (
     to_symmetric_coordinates,
 )
 from psdsos.solvers._dual_newton import AUTO_MAX_DIM, MAX_DIM
-from psdsos.sos import PSDLeastSquares, PSDLossProblem, sos_adjoint, sos_evaluate
+from psdsos.sos import sos_adjoint, sos_evaluate
 
 
 def make_data(rng, n, d, p=1):
@@ -284,7 +285,7 @@ def convex_problem(seed, n=30, m=12, rho=1e-4, lam2=1e-5, concave_truth=False):
     """Convex regression in two features with Nystrom-like few centres: q's curvature has
     rank n + 3 < m d (d + 1) / 2, so D is flat in many directions."""
     from psdsos.kernels import get_kernel
-    from psdsos.sos import ConvexRegressionProblem
+    from psdsos.problems import ConvexRegressionProblem
 
     rng = np.random.default_rng(seed)
     X = rng.uniform(-1.0, 1.0, size=(n, 2))

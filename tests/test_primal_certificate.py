@@ -17,8 +17,8 @@ from sklearn.exceptions import ConvergenceWarning
 from psdsos.estimators import ConvexRegressor, PSDRegressor
 from psdsos.features import ExactFeatures
 from psdsos.kernels import get_kernel
+from psdsos.problems import ConvexRegressionProblem, PSDLeastSquares
 from psdsos.solvers import InaccurateSolutionWarning, SolverStatusError, solve_primal
-from psdsos.sos import ConvexRegressionProblem, PSDLeastSquares
 
 ILL = dict(sigma=1.0, rho=1e-4, lam2=1e-4, random_state=0)
 #: The requested tolerance; the acceptance criterion of the cases below is 1e-4 relative.

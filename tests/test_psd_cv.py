@@ -18,8 +18,8 @@ from psdsos import PSDRegressor, PSDRegressorCV
 from psdsos.estimators._psd import _target_exponent
 from psdsos.estimators._psd_cv import _closed_form_init, _fold_transfer
 from psdsos.kernels import get_kernel, scale_bandwidth
+from psdsos.problems import PSDLeastSquares
 from psdsos.solvers import solve_dual
-from psdsos.sos import PSDLeastSquares
 
 
 def _curve(n=16, d=2, noise=0.02, seed=0):

@@ -21,8 +21,8 @@ from psdsos.losses import (
     HuberLoss,
     QuantileLoss,
 )
+from psdsos.problems import PSDLossProblem
 from psdsos.solvers import solve_dual, solve_huber_irls, solve_primal
-from psdsos.sos import PSDLossProblem
 
 KW = dict(kernel="exponential", sigma=0.2, lam1=1e-4, lam2=1e-3)
 

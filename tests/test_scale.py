@@ -21,15 +21,9 @@ import psdsos
 from psdsos import ConvexRegressor, PSDRegressor
 from psdsos.features import NystromFeatures
 from psdsos.kernels import get_kernel
+from psdsos.problems import ConvexRegressionNystromProblem, PSDLeastSquares
 from psdsos.solvers import DualPreconditioner, solve_dual
-from psdsos.sos import (
-    ConvexRegressionNystromProblem,
-    PSDLeastSquares,
-    hadamard_square_factor,
-    sos_adjoint,
-    sos_evaluate,
-    sos_operator_norm_sq,
-)
+from psdsos.sos import hadamard_square_factor, sos_adjoint, sos_evaluate, sos_operator_norm_sq
 
 
 def features(n, r, p=2, seed=0, sigma=0.7):

@@ -11,13 +11,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import psdsos
 from psdsos import ConvexRegressor, ShapeConstrainedRegressor
 from psdsos.estimators import UncertifiedShapeWarning
-from psdsos.estimators._shape_problem import (
-    ShapeConstraint,
-    ShapeRegressionProblem,
-    constraint_map,
-)
 from psdsos.features import ExactFeatures, cholesky_with_jitter
 from psdsos.kernels import get_kernel
+from psdsos.problems._shape import ShapeConstraint, ShapeRegressionProblem, constraint_map
 from psdsos.solvers import solve_dual
 
 

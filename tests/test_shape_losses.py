@@ -14,7 +14,7 @@ import pytest
 import psdsos
 from psdsos import ShapeConstrainedRegressor
 from psdsos.estimators import _shape_fit as sf
-from psdsos.estimators._shape_loss_problem import ShapeRegressionLossProblem
+from psdsos.problems._shape_loss import ShapeRegressionLossProblem
 
 
 def _data(n=30, seed=1, noise=0.1):

@@ -20,6 +20,7 @@ from hypothesis.extra.numpy import arrays
 from sklearn.exceptions import ConvergenceWarning
 
 from psdsos.features import ExactFeatures, NystromFeatures
+from psdsos.problems import PSDLeastSquares
 from psdsos.solvers import (
     PRIMAL_SOLVERS,
     DualProblem,
@@ -32,7 +33,7 @@ from psdsos.solvers import (
     solve_dual,
     solve_primal,
 )
-from psdsos.sos import PSDLeastSquares, sos_adjoint, sos_evaluate, sos_operator_norm_sq
+from psdsos.sos import sos_adjoint, sos_evaluate, sos_operator_norm_sq
 
 
 # ---------------------------------------------------------------------------------------

@@ -21,9 +21,9 @@ from hypothesis.extra.numpy import arrays
 
 import psdsos
 from psdsos.features import ExactFeatures, NystromFeatures
+from psdsos.problems import PSDLeastSquares
 from psdsos.solvers import solve_cvxpy
 from psdsos.sos import (
-    PSDLeastSquares,
     PSDModel,
     SoSBlock,
     load_npz,

@@ -41,12 +41,8 @@ from psdsos.estimators._convex_certify import (
 )
 from psdsos.estimators._dask import is_dask_array
 from psdsos.kernels import Kernel, get_kernel
+from psdsos.problems import exact_gradient, exact_hessian, exact_value
 from psdsos.solvers import PRIMAL_SOLVERS
-from psdsos.sos import (
-    exact_gradient,
-    exact_hessian,
-    exact_value,
-)
 
 __all__ = ["ConvexRegressor", "NonConvexFitWarning", "RELATIVE_DEFICIT_TOL", "sobol_points",
            "AUTO_CORNER_FRACTION"]
@@ -136,7 +132,7 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         representers, f = sum_i alpha_i k(., x_i) + sum_j sum_pq gamma_j[p, q]
         d_pq k(., z_j) (eq. 21, 37, Proposition 17); needs a four times differentiable
         kernel ("gaussian", "matern52"), fourth-order kernel derivatives and m d (d + 1) / 2
-        extra coefficients (see :class:`psdsos.sos.ConvexRegressionExactProblem`).
+        extra coefficients (see :class:`psdsos.problems.ConvexRegressionExactProblem`).
     constraint_points : None, "train", int or array of shape (m, n_features)
         Where the Hessian constraint is imposed: ``"train"``: the training points (eq. 19,
         28); an int: that many scrambled Sobol points in the data's bounding box (seeded);
@@ -162,7 +158,7 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         default ones, the 2 n_landmarks greedy pivots of the data, i.e. the landmarks of a
         pivoted-Cholesky Nystrom approximation of k, plus the box corners), or with
         constraint_points="train" the n_landmarks landmarks of the features.  The data enter
-        through one chunked pass (:class:`psdsos.sos.ConvexRegressionNystromProblem`): no
+        through one chunked pass (:class:`psdsos.problems.ConvexRegressionNystromProblem`): no
         n x n array, O(n r) memory, an iteration independent of n.  ``"auto"``:
         ``"train"`` up to 2,000 samples or without n_landmarks, ``"landmarks"`` beyond.
         ``X_fit_`` and ``alpha_`` hold the expansion points and their weights either way.

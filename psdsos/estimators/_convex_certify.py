@@ -205,7 +205,7 @@ def convexity_certificate(est):
     from psdsos.estimators._convex_fit import unit_kernel
     from psdsos.estimators._shape_certify import ShapeCertificate, certify_constraint
     from psdsos.estimators._shape_fit import Fit
-    from psdsos.estimators._shape_problem import ShapeConstraint
+    from psdsos.problems._shape import ShapeConstraint
 
     p = est.coef_.shape[0]
     name = f"{'concave' if est.concave else 'convex'}[{','.join(map(str, range(p)))}]"

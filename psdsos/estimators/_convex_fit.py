@@ -4,13 +4,13 @@ Each fit path builds one problem of :mod:`psdsos.sos` in the standardized units 
 "Units" in the estimator's docstring) and says how its solution maps back:
 
 * :func:`train_plan`: f expands on every training point (eq. 28), the squared loss
-  (:class:`~psdsos.sos.ConvexRegressionProblem`) or another loss
-  (:class:`~psdsos.sos._convex_losses.ConvexRegressionLossProblem`);
+  (:class:`~psdsos.problems.ConvexRegressionProblem`) or another loss
+  (:class:`~psdsos.problems._convex_loss.ConvexRegressionLossProblem`);
 * :func:`landmark_plan`: f in the span of landmarks, the data compressed by row chunks
-  (:class:`~psdsos.sos.ConvexRegressionNystromProblem`) or, for other losses, the n x q
+  (:class:`~psdsos.problems.ConvexRegressionNystromProblem`) or, for other losses, the n x q
   fit matrix;
 * :func:`exact_plan`: the exact representation (eq. 37,
-  :class:`~psdsos.sos.ConvexRegressionExactProblem`);
+  :class:`~psdsos.problems.ConvexRegressionExactProblem`);
 * :func:`dask_plan`: the landmark model on dask arrays, the data compressed block by block.
 
 :func:`solve_plan` runs the dual or the primal solver on the problem.
@@ -30,15 +30,15 @@ from psdsos.estimators._common import check_regularization, irls_weights
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.kernels import Kernel, kernel_names
-from psdsos.solvers import solve_dual, solve_primal
-from psdsos.solvers._dual_convex import solve_dual_loss
-from psdsos.solvers._irls import irls
-from psdsos.sos import (
+from psdsos.problems import (
     ConvexRegressionExactProblem,
     ConvexRegressionNystromProblem,
     ConvexRegressionProblem,
 )
-from psdsos.sos._convex_losses import ConvexRegressionLossProblem
+from psdsos.problems._convex_loss import ConvexRegressionLossProblem
+from psdsos.solvers import solve_dual, solve_primal
+from psdsos.solvers._dual_convex import solve_dual_loss
+from psdsos.solvers._irls import irls
 
 __all__: list[str] = []
 
@@ -159,7 +159,7 @@ def unscale(est, alpha, beta, B):
 
 
 def exact_arguments(est, X):
-    """Arguments of psdsos.sos.exact_* when fitted with representation="exact", else None.
+    """Arguments of psdsos.problems.exact_* when fitted with representation="exact", else None.
 
     In standardized units (unit bandwidth: the fourth derivatives ~ sigma^-4 of the
     user's units would overflow for tiny sigma); the k-th derivative of the kernel part

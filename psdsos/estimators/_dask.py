@@ -1,6 +1,6 @@
 """Out-of-core convex regression: the data term's passes over a ``dask.array``.
 
-With ``centers="landmarks"`` the data enter :class:`psdsos.sos.ConvexRegressionNystromProblem`
+With ``centers="landmarks"`` the data enter :class:`psdsos.problems.ConvexRegressionNystromProblem`
 only through an (s x s) triangular factor accumulated block by block (s = n_features + 2 +
 the number of landmarks).  Given ``X`` and ``y`` as dask arrays, :meth:`ConvexRegressor.fit`
 runs that accumulation as one task per row block on the active dask scheduler (threads, or

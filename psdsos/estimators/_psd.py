@@ -35,6 +35,7 @@ from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.geometry._matfun import spectral
 from psdsos.kernels import Kernel
 from psdsos.losses import LOSSES, Loss, SquaredLoss, get_loss
+from psdsos.problems import PSDLeastSquares, PSDLossProblem
 from psdsos.solvers import (
     PRIMAL_SOLVERS,
     DualResult,
@@ -43,7 +44,7 @@ from psdsos.solvers import (
     solve_huber_irls,
     solve_primal,
 )
-from psdsos.sos import PSDLeastSquares, PSDLossProblem, PSDModel, project_psd
+from psdsos.sos import PSDModel, project_psd
 
 __all__ = ["NegativeTargetWarning", "PSDRegressor", "psd_sqrt_targets"]
 

@@ -43,9 +43,9 @@ from psdsos.estimators._psd import NegativeTargetWarning, PSDRegressor, psd_sqrt
 from psdsos.estimators._search_common import _SavedSearch, check_groups
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.kernels import FeatureScaleWarning, Kernel, scale_bandwidth
+from psdsos.problems import PSDLeastSquares
 from psdsos.solvers import dual_hessian
 from psdsos.solvers._dual_newton import AUTO_MAX_DIM
-from psdsos.sos import PSDLeastSquares
 
 __all__ = ["PSDRegressorCV"]
 

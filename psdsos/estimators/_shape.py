@@ -2,7 +2,7 @@ r"""Kernel regression under shape constraints guaranteed on the data's box.
 
 :class:`ShapeConstrainedRegressor`: increasing / decreasing in chosen features, convex /
 concave in chosen subsets, bounded; one kernel SoS block per constraint
-(:mod:`psdsos.estimators._shape_problem`), an exchange method
+(:mod:`psdsos.problems._shape`), an exchange method
 (:mod:`psdsos.estimators._shape_fit`) and certificates with the certified-shape predictor
 (:mod:`psdsos.estimators._shape_certify`).
 """
@@ -147,7 +147,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     ``"quantile"`` (pinball :math:`\max(-\tau r, (1-\tau) r)`: a share tau of the data
     below the fit) and ``"expectile"`` (:math:`(1-\tau) r^2` where the fit is above the
     data, :math:`\tau r^2` below).  ``delta`` is in the units of y.  The dual then has one
-    variable per sample (:mod:`psdsos.estimators._shape_loss_problem`, see
+    variable per sample (:mod:`psdsos.problems._shape_loss`, see
     docs/shape-constraints-math.md) and is solved by accelerated proximal gradient (the
     Newton steps of the squared loss's solver do not apply); the exchange, the
     certificates and the certified-shape predictor act on f and are unchanged.

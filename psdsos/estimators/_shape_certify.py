@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from psdsos.estimators._shape_fit import Fit, constraint_function
-from psdsos.estimators._shape_problem import ShapeConstraint
+from psdsos.problems._shape import ShapeConstraint
 from psdsos.sos import kernel_constraint_certificate
 
 __all__ = ["ShapeCertificate"]

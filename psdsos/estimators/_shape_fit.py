@@ -16,13 +16,13 @@ from scipy.optimize import minimize
 
 from psdsos.estimators._common import irls_weights
 from psdsos.estimators._convex_certify import sobol_points
-from psdsos.estimators._shape_loss_problem import ShapeRegressionLossProblem, loss_cvxpy_fit
-from psdsos.estimators._shape_problem import (
-    ShapeConstraint,
-    ShapeRegressionProblem,
-    constraint_map,
-)
 from psdsos.features import ExactFeatures, cholesky_with_jitter
+from psdsos.problems._shape import ShapeConstraint, ShapeRegressionProblem, constraint_map
+from psdsos.problems._shape_loss import (
+    ShapeRegressionLossProblem,
+    unconstrained_loss_problem,
+    unconstrained_loss_value,
+)
 from psdsos.solvers import solve_cvxpy, solve_dual
 from psdsos.solvers._dual_convex import solve_dual_loss
 from psdsos.sos._compress import combine_blocks, compress_block, row_scales
@@ -378,9 +378,13 @@ def unconstrained_fit(est: Any, data: ShapeData) -> tuple[np.ndarray, float]:
     if data.loss is None:
         w = ridge_solution(data, est.rho)
         return w, ridge_objective(data, w, est.rho)
-    return loss_cvxpy_fit(data.M, data.t, data.e, est.rho, data.loss, data.weights,
-                          solver=est.primal_solver, tol=min(est.tol, 1e-8),
-                          verbose=est.verbose)
+    prob, wvar = unconstrained_loss_problem(data.M, data.t, data.e, est.rho, data.loss,
+                                            data.weights)
+    solve_cvxpy(prob, solver=est.primal_solver, tol=min(est.tol, 1e-8),
+                verbose=bool(est.verbose))
+    w = np.asarray(wvar.value, dtype=np.float64)
+    return w, unconstrained_loss_value(data.M, data.t, data.e, est.rho, data.loss,
+                                       data.weights, w)
 
 
 def ridge_solution(data: ShapeData, rho: float) -> np.ndarray:

@@ -1,9 +1,8 @@
 """Solvers: one dual solver for negative-part duals (accelerated gradient, or quasi-Newton
 steps in the metric of the generalized Hessian for small problems), CVXPY primal solves."""
 
-from psdsos.solvers._block_problem import BlockDualProblem
-from psdsos.solvers._blocks import DualBlock
-from psdsos.solvers._dual import DualProblem, DualResult, solve_dual
+from psdsos.problems import BlockDualProblem, DualBlock, DualProblem
+from psdsos.solvers._dual import DualResult, solve_dual
 from psdsos.solvers._dual_newton import (
     dual_hessian,
     from_symmetric_coordinates,

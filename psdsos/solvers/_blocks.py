@@ -18,50 +18,15 @@ that the loop's vector arithmetic is the same for every K; :class:`BlockLayout` 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from psdsos.problems._base import DualBlock
 from psdsos.solvers._negpart import NegativePart
 from psdsos.sos import sos_adjoint, sos_evaluate, sos_operator_norm_sq
 
-__all__ = ["DualBlock", "BlockLayout", "NegativePartTerm", "ProblemView", "coupled_residual"]
-
-
-@dataclass(frozen=True)
-class DualBlock:
-    """One SoS block of a negative-part dual.
-
-    Attributes
-    ----------
-    Phi : ndarray (m, r)
-        Scalar features of the block's m points (Psi_j = phi_j kron I_d).
-    d : int
-        Size of the block's matrices Gamma_j (and of the PSD values F_B(x)).
-    lam1, lam2 : float
-        Trace and Frobenius weights of the block's B (lam2 > 0 for the dual).
-    """
-
-    Phi: np.ndarray
-    d: int
-    lam1: float
-    lam2: float
-
-    @property
-    def m(self) -> int:
-        """Number of points (matrices Gamma_j)."""
-        return int(self.Phi.shape[0])
-
-    @property
-    def N(self) -> int:
-        """Size r d of the block's B."""
-        return int(self.Phi.shape[1]) * int(self.d)
-
-    @property
-    def shape(self) -> tuple[int, int, int]:
-        """Shape (m, d, d) of the block's Gamma."""
-        return (self.m, int(self.d), int(self.d))
+__all__ = ["BlockLayout", "NegativePartTerm", "ProblemView", "coupled_residual"]
 
 
 class BlockLayout:

@@ -52,7 +52,7 @@ with the same certificate; ``method="auto"`` (PSDRegressor's) chooses it for sma
 conditioned PSD least squares.
 
 Problems whose q is not smooth (losses with a non-smooth conjugate: Huber, absolute,
-quantile; ``psdsos.sos.PSDLossProblem``) offer ``prox`` and ``nonsmooth_value`` instead, and
+quantile; ``psdsos.problems.PSDLossProblem``) offer ``prox`` and ``nonsmooth_value`` instead, and
 the solver runs accelerated proximal gradient on D = f + h, f the negative-part term,
 h = q (Theorem 3, eq. 10 with q = sum_i l_i^*), stopping on the same relative duality gap,
 here between B(Y) (PSD) and the prox output (in the domain of h).  For the Huber losses
@@ -80,52 +80,7 @@ from psdsos.solvers._precond import DENSE_BLOCKS_MAX, BlockPreconditioner, DualP
 from psdsos.solvers._protocol import dual_capabilities
 from psdsos.sos import sos_operator_norm_sq
 
-__all__ = ["DualProblem", "DualResult", "solve_dual"]
-
-
-class DualProblem:
-    """What :func:`solve_dual` needs from a one-block problem (subclass and fill in; the
-    interface, with its optional hooks, is :class:`~psdsos.solvers.DualProblemProtocol`).
-
-    Attributes
-    ----------
-    Phi : ndarray (m, r)
-        Scalar features of the m constraint / evaluation points (Psi_j = phi_j kron I_d).
-    d : int
-        Size of the matrices Gamma_j.
-    lam1, lam2 : float
-        Trace and Frobenius weights; lam2 must be > 0 for the dual.
-    """
-
-    Phi: np.ndarray
-    d: int
-    lam1: float
-    lam2: float
-
-    #: True when the primal point recovered from G satisfies the coupling constraints
-    #: g(theta) = A(B) only at the optimum (convex regression); the solver then also
-    #: requires the relative residual ||grad D|| / max(||grad q||, ||A(B)||) <= tol.
-    coupled = False
-
-    def smooth(self, G: np.ndarray) -> tuple[float, np.ndarray]:
-        """Return (q(G), grad q(G)) for G of shape (m, d, d)."""
-        raise NotImplementedError
-
-    def smooth_value(self, G: np.ndarray) -> float:
-        """q(G) alone (line search); defaults to ``smooth(G)[0]``."""
-        return self.smooth(G)[0]
-
-    def smooth_lipschitz(self) -> float:
-        """An upper bound on the Lipschitz constant of grad q."""
-        raise NotImplementedError
-
-    def strong_convexity(self) -> float:
-        """Strong convexity modulus mu of q (0 if not strongly convex)."""
-        return 0.0
-
-    def primal_objective(self, G: np.ndarray, B: np.ndarray, FB: np.ndarray) -> float:
-        """Primal objective at the primal point recovered from (G, B); FB = A(B)."""
-        raise NotImplementedError
+__all__ = ["DualResult", "solve_dual"]
 
 
 def solve_dual(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,

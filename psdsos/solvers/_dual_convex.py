@@ -1,7 +1,7 @@
 r"""Accelerated proximal gradient for the dual of convex regression with a general loss.
 
 Solves :math:`\min_{u:\,E^Tu=0,\ \Gamma} D(u, \Gamma)` of
-:class:`psdsos.sos._convex_losses.ConvexRegressionLossProblem`:
+:class:`psdsos.problems._convex_loss.ConvexRegressionLossProblem`:
 
 .. math::
 
@@ -31,8 +31,9 @@ from typing import Any
 import numpy as np
 
 from psdsos._validation import check_scalar
+from psdsos.problems._base import DualBlock
 from psdsos.solvers._apg import APGState, Certificate, DualResult, Step, run_apg, say
-from psdsos.solvers._blocks import DualBlock, NegativePartTerm
+from psdsos.solvers._blocks import NegativePartTerm
 from psdsos.solvers._protocol import LOSS_DUAL_METHODS, require_methods
 
 __all__ = ["LossDualResult", "solve_dual_loss"]
@@ -214,7 +215,7 @@ class _LossSteps:
 # ---- several SoS blocks, u and Gamma coupled by the affine set (shape constraints) ----------
 def _solve_blocks(problem, *, tol, max_iter, init, every, t0, history, check_every):
     """:func:`solve_dual_loss` for a problem of several SoS blocks
-    (:class:`psdsos.estimators._shape_loss_problem.ShapeRegressionLossProblem`): the
+    (:class:`psdsos.problems._shape_loss.ShapeRegressionLossProblem`): the
     iterate is (u, flat Gamma), the prox acts on both (the affine set
     E^T u = L_beta^T gamma), the certificate is the relative gap and the relative
     constraint residual of the primal point (beta included)."""

@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from psdsos.problems._base import DualBlock
 from psdsos.solvers._apg import APGState, Certificate, DualResult, Step, run_apg, say
-from psdsos.solvers._blocks import DualBlock, NegativePartTerm
+from psdsos.solvers._blocks import NegativePartTerm
 from psdsos.solvers._precond import DualPreconditioner
 from psdsos.solvers._protocol import DualCapabilities, dual_capabilities
 

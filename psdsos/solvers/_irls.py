@@ -39,10 +39,11 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from psdsos.losses import HuberLoss, SquaredLoss
+from psdsos.problems import PSDLossProblem
 from psdsos.solvers._apg import DualResult
 from psdsos.solvers._apg import say as _say
 from psdsos.solvers._dual import solve_dual
-from psdsos.sos import PSDLossProblem, sos_adjoint, sos_evaluate
+from psdsos.sos import sos_adjoint, sos_evaluate
 
 __all__ = ["IRLSResult", "irls", "solve_huber_irls"]
 
@@ -90,7 +91,7 @@ def irls(subproblem: Callable[[np.ndarray], Any],
 def solve_huber_irls(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,
                      init: np.ndarray | None = None, verbose: bool | int = False,
                      max_outer: int = 200) -> DualResult:
-    """Minimize a Huber :class:`~psdsos.sos.PSDLossProblem` by reweighted least squares.
+    """Minimize a Huber :class:`~psdsos.problems.PSDLossProblem` by reweighted least squares.
 
     Parameters
     ----------

@@ -101,7 +101,7 @@ def _hook(problem: Any, name: str) -> Any:
 
 
 #: What ``solve_dual_loss`` requires of the dual of convex regression with a general loss
-#: (``psdsos.sos._convex_losses.ConvexRegressionLossProblem``).
+#: (``psdsos.problems._convex_loss.ConvexRegressionLossProblem``).
 LOSS_DUAL_METHODS = ("coupling", "coupling_value", "lipschitz", "prox", "conjugate_value",
                      "primal_point", "primal_value", "dual_floors", "initial_point")
 

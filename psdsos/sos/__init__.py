@@ -1,17 +1,11 @@
-"""Kernel SoS objects: the PSD-valued model, the evaluation map, the CVXPY primitive, objectives."""
+"""Kernel SoS objects: the PSD-valued model, the evaluation map, the CVXPY primitives and
+the box certificate of a kernel constraint (the objectives are in :mod:`psdsos.problems`)."""
 
 from psdsos.sos._box_certify import (
     BoxCertificate,
     certify_box,
     kernel_constraint_certificate,
 )
-from psdsos.sos._convex_exact import (
-    ConvexRegressionExactProblem,
-    exact_gradient,
-    exact_hessian,
-    exact_value,
-)
-from psdsos.sos._convex_problem import ConvexRegressionNystromProblem, ConvexRegressionProblem
 from psdsos.sos._maps import (
     hadamard_square_factor,
     sos_adjoint,
@@ -20,21 +14,11 @@ from psdsos.sos._maps import (
 )
 from psdsos.sos._model import PSDModel, load_npz, project_psd, save_npz
 from psdsos.sos._primitive import SoSBlock, sos_constraints
-from psdsos.sos._psd_losses import PSDLossProblem
-from psdsos.sos._psd_problem import PSDLeastSquares
 from psdsos.sos._representer import representer_radius
 from psdsos.sos._shape_primitive import ShapeConstraintBlock, kernel_shape_constraint
 
 __all__ = [
     "PSDModel",
-    "PSDLeastSquares",
-    "PSDLossProblem",
-    "ConvexRegressionProblem",
-    "ConvexRegressionNystromProblem",
-    "ConvexRegressionExactProblem",
-    "exact_value",
-    "exact_gradient",
-    "exact_hessian",
     "SoSBlock",
     "sos_constraints",
     "sos_evaluate",

@@ -36,9 +36,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from psdsos.losses import EmpiricalLoss, Loss, SquaredLoss
+from psdsos.problems._psd import _PSDPrimal
 from psdsos.sos._maps import sos_evaluate
 from psdsos.sos._primitive import SoSBlock
-from psdsos.sos._psd_problem import _PSDPrimal
 
 __all__ = ["PSDLossProblem"]
 

@@ -1,6 +1,6 @@
 r"""Shape-constrained regression with a general convex loss (PSD paper eq. 28, loss of Theorem 2).
 
-The problem of :mod:`psdsos.estimators._shape_problem` with the data term
+The problem of :mod:`psdsos.problems._shape` with the data term
 :math:`\frac1n\|t - \mathbf M w\|^2` replaced by a loss of :mod:`psdsos.losses` acting on the
 residuals :math:`r_i = f(x_i) - t_i`:
 
@@ -16,7 +16,7 @@ with :math:`\mathbf M = [E, \mathbf F_v]` the fitted values in the coordinates
 :math:`\mathbf F_v` the kernel part), :math:`c_i = 2 w_i / \sum_j w_j` (2/n without
 weights; the squared loss :math:`\ell(r) = r^2/2` gives back :math:`\frac1n\|t - \mathbf M
 w\|^2`), and :math:`\mathcal L_k = [\mathcal L_{k,\beta}, \mathcal L_{k,v}]` the constraint
-maps (:func:`psdsos.estimators._shape_problem.constraint_map`).
+maps (:func:`psdsos.problems._shape.constraint_map`).
 
 **Dual** (as Proposition 9 from eq. 28, the loss entering through its conjugate as in
 Theorem 2).  Write :math:`z = \mathbf M w` with a multiplier :math:`u\in\mathbb R^n` and
@@ -78,11 +78,15 @@ import numpy as np
 from scipy.optimize import linprog
 
 from psdsos.losses import Loss
-from psdsos.solvers import BlockDualProblem, DualBlock
-from psdsos.sos._convex_losses import loss_weights, smooth_offset
-from psdsos.sos._convex_problem import DUAL_FLOOR
+from psdsos.problems._base import BlockDualProblem, DualBlock
+from psdsos.problems._convex import DUAL_FLOOR
+from psdsos.problems._convex_loss import loss_weights, smooth_offset
 
-__all__ = ["ShapeRegressionLossProblem", "loss_cvxpy_fit"]
+__all__ = [
+    "ShapeRegressionLossProblem",
+    "unconstrained_loss_problem",
+    "unconstrained_loss_value",
+]
 
 
 class ShapeRegressionLossProblem(BlockDualProblem):
@@ -98,11 +102,11 @@ class ShapeRegressionLossProblem(BlockDualProblem):
         e, the number of unpenalized coefficients at the start of w.
     rho, lam1, lam2 : float
     blocks : list of (ShapeConstraint, L, c, Phi)
-        As :class:`psdsos.estimators._shape_problem.ShapeRegressionProblem`.
+        As :class:`psdsos.problems._shape.ShapeRegressionProblem`.
     loss : psdsos.losses.Loss
         Acting on the scalar residual f(x) - t.
     sample_weight : ndarray (n,), optional
-        Positive weights: c_i = 2 w_i / sum w (:func:`psdsos.sos._convex_losses.loss_weights`).
+        Positive weights: c_i = 2 w_i / sum w (:func:`psdsos.problems._convex_loss.loss_weights`).
     """
 
     coupled = True
@@ -411,19 +415,23 @@ class ShapeRegressionLossProblem(BlockDualProblem):
         return self._cvx
 
 
-def loss_cvxpy_fit(M: np.ndarray, t: np.ndarray, n_affine: int, rho: float, loss: Loss,
-                   sample_weight: np.ndarray | None, *, solver: str, tol: float,
-                   verbose: bool | int = False) -> tuple[np.ndarray, float]:
-    """The fit without shape constraint (no constraint point yet): the minimizer w of
-    sum_i c_i l((M w)_i - t_i) + rho ||v||^2 by CVXPY, and its objective."""
-    from psdsos.solvers import solve_cvxpy
-
+def unconstrained_loss_problem(M: np.ndarray, t: np.ndarray, n_affine: int, rho: float,
+                               loss: Loss, sample_weight: np.ndarray | None
+                               ) -> tuple[cp.Problem, cp.Variable]:
+    """The fit without shape constraint (no constraint point yet) as a CVXPY problem:
+    minimize sum_i c_i l((M w)_i - t_i) + rho ||v||^2 over w = (affine part, v).  Returns
+    the problem and its variable w; :func:`unconstrained_loss_value` evaluates a solution."""
     n = M.shape[0]
     c = loss_weights(n, sample_weight)
     w = cp.Variable(M.shape[1], name="w")
     obj = c @ loss.cvxpy_expr(M @ w - t) + rho * cp.sum_squares(w[n_affine:])
-    prob = cp.Problem(cp.Minimize(obj))
-    solve_cvxpy(prob, solver=solver, tol=tol, verbose=bool(verbose))
-    wv = np.asarray(w.value, dtype=np.float64)
-    v = wv[n_affine:]
-    return wv, float(c @ loss.value(M @ wv - t) + rho * float(v @ v))
+    return cp.Problem(cp.Minimize(obj)), w
+
+
+def unconstrained_loss_value(M: np.ndarray, t: np.ndarray, n_affine: int, rho: float,
+                             loss: Loss, sample_weight: np.ndarray | None,
+                             w: np.ndarray) -> float:
+    """The objective of :func:`unconstrained_loss_problem` at ``w``."""
+    c = loss_weights(M.shape[0], sample_weight)
+    v = w[n_affine:]
+    return float(c @ loss.value(M @ w - t) + rho * float(v @ v))

@@ -27,10 +27,10 @@ import numpy as np
 import scipy.linalg as sla
 
 from psdsos.kernels import Kernel
-from psdsos.sos._certify import _IsometricPrimal
+from psdsos.problems._convex import dual_floors
+from psdsos.problems._convex_base import _ConvexRegressionBase
+from psdsos.problems._isometric_primal import _IsometricPrimal
 from psdsos.sos._compress import row_scales
-from psdsos.sos._convex_base import _ConvexRegressionBase
-from psdsos.sos._convex_problem import dual_floors
 from psdsos.sos._isometric import (
     _set_weights,
     coefficients,
@@ -255,7 +255,7 @@ class ConvexRegressionExactProblem(_IsometricPrimal, _ConvexRegressionBase):
     >>> from psdsos.kernels import GaussianKernel
     >>> from psdsos.features import ExactFeatures
     >>> from psdsos.solvers import solve_primal
-    >>> from psdsos.sos import ConvexRegressionExactProblem
+    >>> from psdsos.problems import ConvexRegressionExactProblem
     >>> X = np.linspace(-1, 1, 8)[:, None]; y = X[:, 0] ** 2
     >>> k = GaussianKernel(0.5)
     >>> Phi = ExactFeatures(k).fit(X).transform(X)
@@ -468,7 +468,7 @@ class ConvexRegressionExactProblem(_IsometricPrimal, _ConvexRegressionBase):
 
     def dual_floors(self) -> tuple[float, float]:
         """Absolute floors of the solver's relative gap and residual
-        (:func:`psdsos.sos._convex_problem.dual_floors`)."""
+        (:func:`psdsos.problems._convex.dual_floors`)."""
         H0 = self.kernel.hessian(self.Z[:1], self.Z[:1])[0, 0]
         return dual_floors(self.y, self.E, float(np.linalg.norm(H0)), self.m)
 

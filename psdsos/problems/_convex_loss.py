@@ -45,8 +45,8 @@ import scipy.linalg as sla
 from scipy.optimize import linprog
 
 from psdsos.losses import Loss, SquaredLoss
-from psdsos.sos._convex_base import _ConvexRegressionBase
-from psdsos.sos._convex_problem import DUAL_FLOOR
+from psdsos.problems._convex import DUAL_FLOOR
+from psdsos.problems._convex_base import _ConvexRegressionBase
 
 __all__ = ["ConvexRegressionLossProblem", "loss_weights", "smooth_offset"]
 
@@ -411,7 +411,7 @@ class ConvexRegressionLossProblem(_ConvexRegressionBase):
         return _LossCertifier(self, getattr(self, "_u_cert", None), params["F"], params["Hu"])
 
     def rounding_floor(self):
-        from psdsos.sos._certify import rounding_floor_of_builder
+        from psdsos.problems._isometric_primal import rounding_floor_of_builder
 
         return rounding_floor_of_builder(self)
 

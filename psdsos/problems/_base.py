@@ -29,12 +29,93 @@ eigendecomposition per block).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from psdsos.solvers._blocks import DualBlock
+__all__ = ["BlockDualProblem", "DualBlock", "DualProblem"]
 
-__all__ = ["BlockDualProblem"]
+@dataclass(frozen=True)
+class DualBlock:
+    """One SoS block of a negative-part dual.
+
+    Attributes
+    ----------
+    Phi : ndarray (m, r)
+        Scalar features of the block's m points (Psi_j = phi_j kron I_d).
+    d : int
+        Size of the block's matrices Gamma_j (and of the PSD values F_B(x)).
+    lam1, lam2 : float
+        Trace and Frobenius weights of the block's B (lam2 > 0 for the dual).
+    """
+
+    Phi: np.ndarray
+    d: int
+    lam1: float
+    lam2: float
+
+    @property
+    def m(self) -> int:
+        """Number of points (matrices Gamma_j)."""
+        return int(self.Phi.shape[0])
+
+    @property
+    def N(self) -> int:
+        """Size r d of the block's B."""
+        return int(self.Phi.shape[1]) * int(self.d)
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """Shape (m, d, d) of the block's Gamma."""
+        return (self.m, int(self.d), int(self.d))
+
+
+
+class DualProblem:
+    """What :func:`solve_dual` needs from a one-block problem (subclass and fill in; the
+    interface, with its optional hooks, is :class:`~psdsos.solvers.DualProblemProtocol`).
+
+    Attributes
+    ----------
+    Phi : ndarray (m, r)
+        Scalar features of the m constraint / evaluation points (Psi_j = phi_j kron I_d).
+    d : int
+        Size of the matrices Gamma_j.
+    lam1, lam2 : float
+        Trace and Frobenius weights; lam2 must be > 0 for the dual.
+    """
+
+    Phi: np.ndarray
+    d: int
+    lam1: float
+    lam2: float
+
+    #: True when the primal point recovered from G satisfies the coupling constraints
+    #: g(theta) = A(B) only at the optimum (convex regression); the solver then also
+    #: requires the relative residual ||grad D|| / max(||grad q||, ||A(B)||) <= tol.
+    coupled = False
+
+    def smooth(self, G: np.ndarray) -> tuple[float, np.ndarray]:
+        """Return (q(G), grad q(G)) for G of shape (m, d, d)."""
+        raise NotImplementedError
+
+    def smooth_value(self, G: np.ndarray) -> float:
+        """q(G) alone (line search); defaults to ``smooth(G)[0]``."""
+        return self.smooth(G)[0]
+
+    def smooth_lipschitz(self) -> float:
+        """An upper bound on the Lipschitz constant of grad q."""
+        raise NotImplementedError
+
+    def strong_convexity(self) -> float:
+        """Strong convexity modulus mu of q (0 if not strongly convex)."""
+        return 0.0
+
+    def primal_objective(self, G: np.ndarray, B: np.ndarray, FB: np.ndarray) -> float:
+        """Primal objective at the primal point recovered from (G, B); FB = A(B)."""
+        raise NotImplementedError
+
+
 
 SmoothFn = Callable[[list[np.ndarray]], tuple[float, list[np.ndarray]]]
 

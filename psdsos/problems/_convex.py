@@ -15,9 +15,9 @@ import cvxpy as cp
 import numpy as np
 
 from psdsos.kernels import Kernel
-from psdsos.sos._certify import _IsometricPrimal
+from psdsos.problems._convex_base import _ConvexRegressionBase
+from psdsos.problems._isometric_primal import _IsometricPrimal
 from psdsos.sos._compress import combine_blocks, compress_block, row_scales
-from psdsos.sos._convex_base import _ConvexRegressionBase
 from psdsos.sos._isometric import (
     _set_weights,
     coefficients,

@@ -55,8 +55,8 @@ import numpy as np
 import scipy.linalg as sla
 
 from psdsos.kernels import Kernel
-from psdsos.solvers import BlockDualProblem, DualBlock
-from psdsos.sos._convex_problem import floors_from_moments
+from psdsos.problems._base import BlockDualProblem, DualBlock
+from psdsos.problems._convex import floors_from_moments
 
 __all__ = ["ShapeConstraint", "ShapeRegressionProblem", "constraint_map"]
 
@@ -271,7 +271,7 @@ class ShapeRegressionProblem(BlockDualProblem):
 
     def dual_floors(self) -> tuple[float, float]:
         """Absolute floors of the relative gap and residual (the data's own scales, as
-        :func:`psdsos.sos._convex_problem.dual_floors`)."""
+        :func:`psdsos.problems._convex.dual_floors`)."""
         scale = float(np.sqrt(np.max(np.sum(self.Lall * self.Lall, axis=1))))
         m = sum(b.Phi.shape[0] for b in self.parts)
         return floors_from_moments(*self._moments, self.n, scale, m)

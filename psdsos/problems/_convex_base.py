@@ -3,8 +3,8 @@ r"""What every convex-regression problem shares (PSD paper eq. 28, 37).
 The Hessian constraint :math:`H_j(f) = \Psi_j^T\mathbf B\Psi_j` at m constraint points, the
 regularizer :math:`\lambda_1\operatorname{Tr}\mathbf B + \frac{\lambda_2}{2}\|\mathbf B\|_F^2`,
 the weighted rows of the data term and the check that the dual may be formed (rho > 0).
-The squared-loss problems (:mod:`psdsos.sos._convex_problem`), the exact representation
-(:mod:`psdsos.sos._convex_exact`) and the general losses (:mod:`psdsos.sos._convex_losses`)
+The squared-loss problems (:mod:`psdsos.problems._convex`), the exact representation
+(:mod:`psdsos.problems._convex_exact`) and the general losses (:mod:`psdsos.problems._convex_loss`)
 derive from :class:`_ConvexRegressionBase`.
 """
 
