@@ -37,7 +37,8 @@ from sklearn.pipeline import make_pipeline
 from threadpoolctl import threadpool_limits
 
 from psdsos import ConvexRegressor, ConvexRegressorCV
-from psdsos.estimators._convex_cv import HOLDOUT_MIN_SAMPLES, auto_ranks
+from psdsos.estimators._convex_cv import HOLDOUT_MIN_SAMPLES
+from psdsos.estimators._convex_path import auto_ranks
 
 
 def truth(X: np.ndarray) -> np.ndarray:

@@ -56,7 +56,7 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 import psdsos
-import psdsos.estimators._shape as shape_module
+import psdsos.certify._exchange as exchange_module
 import psdsos.estimators._shape_fit as shape_fit
 from psdsos import (
     PiecewiseLinearConvexRegressor,
@@ -104,7 +104,7 @@ def quiet():
 def timing_hooks():
     """Accumulate the wall time of the solves and of the certificates' branch and bound."""
     acc = {"solve": 0.0, "bnb": 0.0, "n_solve": 0, "n_bnb": 0}
-    solve0, cert0 = shape_fit.solve, shape_module.certify_constraint
+    solve0, cert0 = shape_fit.solve, exchange_module.certify_constraint
 
     def timed(fn, key):
         def wrapper(*a, **k):
@@ -117,11 +117,11 @@ def timing_hooks():
         return wrapper
 
     shape_fit.solve = timed(solve0, "solve")
-    shape_module.certify_constraint = timed(cert0, "bnb")
+    exchange_module.certify_constraint = timed(cert0, "bnb")
     try:
         yield acc
     finally:
-        shape_fit.solve, shape_module.certify_constraint = solve0, cert0
+        shape_fit.solve, exchange_module.certify_constraint = solve0, cert0
 
 
 # ---- data ------------------------------------------------------------------------------------

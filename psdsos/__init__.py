@@ -20,7 +20,14 @@ from psdsos.estimators import (
     ShapeConstrainedRegressorCV,
     load,
 )
-from psdsos.structured import KRLSEstimator, SELFEstimator  # also registers them for load
+
+# also registers them for load
+from psdsos.structured import (
+    FenchelYoungEstimator,
+    KRLSEstimator,
+    LocalizedSELF,
+    SELFEstimator,
+)
 
 __version__ = "0.1.0"
 
@@ -35,6 +42,8 @@ __all__ = [
     "PiecewiseLinearConvexRegressor",
     "SELFEstimator",
     "KRLSEstimator",
+    "FenchelYoungEstimator",
+    "LocalizedSELF",
     "load",
     "config_context",
     "get_config",

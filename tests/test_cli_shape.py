@@ -325,7 +325,8 @@ def test_hessian_block_bound_is_a_valid_lower_bound_in_raw_units():
 def test_convex_fit_prints_its_certificate(tmp_path, monkeypatch):
     """convex-fit prints ConvexRegressor's certificate: one line 'convex[x]', proved on this
     smooth convex curve; a stubbed record is converted by s_y / s_x^2."""
-    from psdsos.estimators import ShapeCertificate, _convex_certify
+    from psdsos.certify import _convexity as _convex_certify
+    from psdsos.estimators import ShapeCertificate
 
     rng = np.random.default_rng(1)
     x = rng.uniform(0.0, 50.0, 24)

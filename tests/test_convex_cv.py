@@ -15,7 +15,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from psdsos import ConvexRegressor, ConvexRegressorCV
 from psdsos.estimators import NonConvexFitWarning, UncertifiedShapeWarning
-from psdsos.estimators._convex_cv import _CVConvexRegressor, auto_ranks
+from psdsos.estimators._convex_path import _CVConvexRegressor, auto_ranks
 from psdsos.kernels import scale_bandwidth
 
 

@@ -1083,7 +1083,7 @@ def test_convex_fit_is_certified_without_warning():
     assert 0.0 <= est.convexity_deficit(relative=True) <= 1e-2  # the warning's criterion
     # convexity_deficit_ is the proved figure: above the sampled one by at most the
     # certificate's tolerance (the branch and bound stops within it)
-    from psdsos.estimators._convex_certify import CERTIFICATE_TOL
+    from psdsos.certify._convexity import CERTIFICATE_TOL
 
     cert = next(iter(est.certificate_.values()))
     assert cert.status == "certified"
@@ -1095,11 +1095,7 @@ def test_convex_fit_is_certified_without_warning():
 def test_certificate_tolerance_rule():
     """CERTIFICATE_TOL, except for fits sampled convex within half of the warning's
     tolerance: their goal is raised to just above -RELATIVE_DEFICIT_TOL."""
-    from psdsos.estimators._convex_certify import (
-        CERTIFICATE_TOL,
-        RELATIVE_DEFICIT_TOL,
-        certificate_tol,
-    )
+    from psdsos.certify._convexity import CERTIFICATE_TOL, RELATIVE_DEFICIT_TOL, certificate_tol
 
     for rel in (-0.5, -RELATIVE_DEFICIT_TOL, -0.6 * RELATIVE_DEFICIT_TOL,
                 CERTIFICATE_TOL - RELATIVE_DEFICIT_TOL, 0.3):
@@ -1114,8 +1110,8 @@ def test_clean_fit_is_proved_convex_within_the_selection_tolerance():
     """A fit with a dent of 0.24% at its samples: with the certificate's tolerance alone it
     was proved convex within 1.24% only (over the 1% of is_certified_convex); now within 1%,
     and the bound is a proof: the Hessian at a dense grid is above it."""
-    from psdsos.estimators._convex_certify import RELATIVE_DEFICIT_TOL
-    from psdsos.estimators._convex_cv import is_certified_convex
+    from psdsos.certify._convexity import RELATIVE_DEFICIT_TOL
+    from psdsos.estimators._convex_path import is_certified_convex
 
     rng = np.random.default_rng(0)
     X = rng.uniform(-2, 2, (200, 2))
@@ -1149,7 +1145,7 @@ def test_deficit_without_a_proof_is_the_sampled_estimate():
 def test_proved_deficit_reported_without_changing_the_fit(monkeypatch):
     """The proved figure replaces the sampled one in convexity_deficit_ only: the fit, its
     certificate and the warnings are those of the sampled figure's fit."""
-    from psdsos.estimators import _convex_certify as cc
+    from psdsos.certify import _convexity as cc
 
     X, y = _kinked_data()
     with warnings.catch_warnings():

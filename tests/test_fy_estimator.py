@@ -177,3 +177,13 @@ def test_convergence_warning_names_the_right_setting(iris):
     with pytest.warns(ConvergenceWarning, match="no longer decreases in float64"):
         FenchelYoungEstimator("multiclass", projection="kl", lam=1e-2, tol=1e-14,
                               max_iter=5000).fit(X, y)
+
+
+def test_importable_where_the_other_estimators_are():
+    import psdsos
+    from psdsos.structured import FenchelYoungEstimator as FY
+    from psdsos.structured import LocalizedSELF
+
+    assert psdsos.FenchelYoungEstimator is FY
+    assert psdsos.LocalizedSELF is LocalizedSELF
+    assert {"FenchelYoungEstimator", "LocalizedSELF"} <= set(psdsos.__all__)

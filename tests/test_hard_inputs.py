@@ -20,7 +20,7 @@ import pytest
 
 import psdsos
 from psdsos import ConvexRegressor, PSDRegressor
-from psdsos._persistence import arrays_digest
+from psdsos._npz import arrays_digest
 from psdsos.estimators import KernelRidgeRegressor, PiecewiseLinearConvexRegressor
 from psdsos.kernels import KERNELS, get_kernel
 from psdsos.sos import SoSBlock, sos_constraints

@@ -33,11 +33,11 @@ KNOWN = {
     "cli",
 }
 #: Top-level modules of psdsos (``psdsos/_validation.py`` is the shared leaf).
-TOP_MODULES = {"__init__", "_validation", "_config", "_params", "_persistence", "__main__",
-               "_version"}
+TOP_MODULES = {"__init__", "_validation", "_config", "_params", "_persistence", "_npz",
+               "__main__", "_version"}
 #: Top-level modules every layer may import: the leaves, the parameter checks and the model
 #: file format (these import nothing above the kernels, see ``SHARED_IMPORTS``).
-SHARED_MODULES = ("_validation", "_config", "_params", "_persistence")
+SHARED_MODULES = ("_validation", "_config", "_params", "_persistence", "_npz")
 
 #: Allowed psdsos imports per subpackage (itself and psdsos._validation are always allowed,
 #: except where noted).  ``None`` = no whitelist, only the blacklist below applies.
@@ -218,7 +218,8 @@ def test_leaf_modules_import_nothing_from_psdsos(leaf):
 #: the kernels (the lowest layer: kernel objects are saved by name).
 SHARED_IMPORTS = {
     "_params": {"_validation", "kernels", "losses"},
-    "_persistence": {"_validation", "_params", "kernels"},
+    "_npz": {"_validation"},
+    "_persistence": {"_validation", "_params", "_npz", "kernels"},
 }
 
 

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 import psdsos
-from psdsos._persistence import SavedEstimator, arrays_digest, label_array
+from psdsos._npz import arrays_digest
+from psdsos._persistence import SavedEstimator, label_array
 from psdsos.structured import LocalizedSELF
 from psdsos.structured.parts import Blocks
 

@@ -16,7 +16,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from psdsos import PSDRegressor, PSDRegressorCV
 from psdsos.estimators._psd import _target_exponent
-from psdsos.estimators._psd_cv import _closed_form_init, _fold_transfer
+from psdsos.estimators._psd_path import _closed_form_init, _fold_transfer
 from psdsos.kernels import get_kernel, scale_bandwidth
 from psdsos.problems import PSDLeastSquares
 from psdsos.solvers import solve_dual

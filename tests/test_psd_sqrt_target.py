@@ -141,7 +141,7 @@ def test_save_load_round_trip(tmp_path):
 
 def test_files_without_the_option_load_as_matrix(tmp_path):
     """A file written before ``target`` existed (no such entry) predicts F_B, as before."""
-    from psdsos._persistence import load_npz, save_npz
+    from psdsos._npz import load_npz, save_npz
 
     t, M = _spd_series(15, 2, 8)
     est = PSDRegressor(sigma=0.2, lam2=1e-4).fit(t, M)

@@ -1,4 +1,4 @@
-"""Files that survive faults (psdsos._persistence.atomic_write, the arrays' digest).
+"""Files that survive faults (psdsos._npz.atomic_write, the arrays' digest).
 
 - a save that fails half-way (full disk, any exception, KeyboardInterrupt) leaves an existing
   model file byte-identical and no temporary file in its folder; the first save of a file
@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import psdsos
-from psdsos._persistence import arrays_digest, atomic_write, npz_path
+from psdsos._npz import arrays_digest, atomic_write, npz_path
 from psdsos.cli import COLUMNS_KEY
 
 #: The fixtures' non-convex ConvexRegressor fit warns (a small sigma, few constraint points).

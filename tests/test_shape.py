@@ -13,8 +13,9 @@ from psdsos import ConvexRegressor, ShapeConstrainedRegressor
 from psdsos.estimators import UncertifiedShapeWarning
 from psdsos.features import ExactFeatures, cholesky_with_jitter
 from psdsos.kernels import get_kernel
-from psdsos.problems._shape import ShapeConstraint, ShapeRegressionProblem, constraint_map
+from psdsos.problems._shape import ShapeRegressionProblem, constraint_map
 from psdsos.solvers import solve_dual
+from psdsos.sos._constraint import ShapeConstraint
 
 
 def _data(n=50, p=2, seed=0, noise=0.1):
@@ -117,8 +118,8 @@ def test_no_constraint_is_kernel_ridge():
     est = ShapeConstrainedRegressor(rho=1e-2).fit(X, y)
     assert est.certificate_ == {}
     # normal equations of the standardized problem: gradient of the objective is 0
-    from psdsos.estimators._convex_fit import unit_kernel
     from psdsos.estimators._shape_fit import shape_data
+    from psdsos.sos._constraint import unit_kernel
 
     U = (X - est.x_offset_) / est.x_scale_
     t = (y - est.y_offset_) / est.y_scale_
@@ -241,7 +242,7 @@ def test_save_load_keeps_certificate(tmp_path):
 
 def test_files_without_extrapolation_load_as_kernel(tmp_path):
     # files written before the option existed predicted the kernel expansion everywhere
-    from psdsos._persistence import load_npz, save_npz
+    from psdsos._npz import load_npz, save_npz
 
     X, y = _data(40)
     est = ShapeConstrainedRegressor(increasing=[0], max_cells=20_000, random_state=0).fit(X, y)
@@ -354,8 +355,8 @@ def test_certificate_goal(monkeypatch, s, goals):
     s - tol * scale with the whole budget."""
     from types import SimpleNamespace
 
-    from psdsos.estimators import _shape_certify as sc
-    from psdsos.estimators._shape_fit import Fit
+    from psdsos.certify import _records as sc
+    from psdsos.sos._constraint import KernelExpansion
 
     seen, atols = [], []
 
@@ -366,7 +367,8 @@ def test_certificate_goal(monkeypatch, s, goals):
                                argmin=np.zeros(2))
 
     monkeypatch.setattr(sc, "kernel_constraint_certificate", fake)
-    fit = Fit(get_kernel("gaussian", sigma=1.0), np.zeros((1, 2)), np.zeros(1), np.zeros(0))
+    fit = KernelExpansion(get_kernel("gaussian", sigma=1.0), np.zeros((1, 2)), np.zeros(1),
+                          np.zeros(0))
     box = (np.zeros(2), np.ones(2))
     con = ShapeConstraint("hessian", (0, 1))
     out = sc.certify_constraint(fit, con, box, s, 2.0, 0.05, 800)

@@ -163,7 +163,7 @@ def test_save_load_keeps_the_loss(tmp_path):
 
 
 def test_files_without_loss_load_as_squared(tmp_path):
-    from psdsos._persistence import load_npz, save_npz
+    from psdsos._npz import load_npz, save_npz
 
     X, y, _ = _data(seed=9)
     est = ShapeConstrainedRegressor(increasing=True, random_state=0).fit(X, y)

@@ -11,8 +11,9 @@ import scipy.linalg as sla
 import psdsos.sos._shape_primitive as shape_primitive
 from psdsos.features import cholesky_with_jitter
 from psdsos.kernels import GaussianKernel, Matern52Kernel
-from psdsos.problems._shape import ShapeConstraint, ShapeRegressionProblem, constraint_map
+from psdsos.problems._shape import ShapeRegressionProblem, constraint_map
 from psdsos.sos import ShapeConstraintBlock, kernel_shape_constraint
+from psdsos.sos._constraint import ShapeConstraint
 
 TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10, "max_iter": 500}
 

@@ -88,7 +88,7 @@ def _save_figure(fig, path):
     """``fig.savefig`` through an atomic write (a failed or interrupted save leaves an
     existing file at ``path`` as it was); the format from the file name's extension, as
     ``savefig`` infers it from a name."""
-    from psdsos._persistence import atomic_write
+    from psdsos._npz import atomic_write
 
     ext = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
     with atomic_write(path, "wb") as fh:

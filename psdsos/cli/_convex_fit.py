@@ -107,7 +107,7 @@ def _convex_fit(args, out):
     from sklearn.metrics import mean_squared_error
 
     from psdsos.estimators import ConvexRegressor
-    from psdsos.estimators._convex_cv import _CVConvexRegressor, is_certified_convex
+    from psdsos.estimators._convex_path import _CVConvexRegressor, is_certified_convex
 
     args.verbose = not args.quiet
     X, y, names, target, source, ignored, test = _convex_data(args)

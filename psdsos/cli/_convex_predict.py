@@ -15,7 +15,7 @@ from psdsos.cli._scaling import COLUMNS_KEY, SCALING_KEY, _Scaling
 def _convex_predict(args, out):
     from sklearn.metrics import mean_squared_error
 
-    from psdsos._persistence import atomic_write
+    from psdsos._npz import atomic_write
     from psdsos.estimators import ConvexRegressor, ShapeConstrainedRegressor, load
     from psdsos.sos import load_npz
 

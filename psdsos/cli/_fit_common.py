@@ -131,7 +131,7 @@ def _save_model(model, path, feature_names, target, scaling=None):
     file's JSON metadata; returns the path written.  Called once the fit has ended: the
     save is atomic (an existing file is replaced only by a complete one), so an interrupted
     fit, search or save leaves no partial model file."""
-    from psdsos._persistence import npz_path
+    from psdsos._npz import npz_path
 
     meta = {COLUMNS_KEY: {"features": list(feature_names), "target": target}}
     if scaling is not None:

@@ -3,7 +3,7 @@ r"""Convex (or concave) regression with subsampled SoS Hessian constraints (PSD 
 The estimator chooses a problem (:mod:`psdsos.estimators._convex_fit`: f on the training
 points, on landmarks, on dask arrays, with another loss or the exact representation) and a
 solver (dual or primal), and certifies convexity between the constraint points
-(:mod:`psdsos.estimators._convex_certify`).
+(:mod:`psdsos.certify`).
 """
 
 from __future__ import annotations
@@ -29,16 +29,12 @@ from psdsos._validation import (
     PathLike,
     RandomStateLike,
 )
-from psdsos.estimators import _convex_certify as certify
+from psdsos.certify import _convexity as convexity
+from psdsos.certify import _placement as placement
+from psdsos.certify._convexity import DEFICIT_POINTS, RELATIVE_DEFICIT_TOL, NonConvexFitWarning
+from psdsos.certify._placement import AUTO_CORNER_FRACTION, sobol_points
 from psdsos.estimators import _convex_fit as fit_paths
 from psdsos.estimators._common import ITERATIVE_OPTIONS, fitted_input, standardized_loss
-from psdsos.estimators._convex_certify import (
-    AUTO_CORNER_FRACTION,
-    DEFICIT_POINTS,
-    RELATIVE_DEFICIT_TOL,
-    NonConvexFitWarning,
-    sobol_points,
-)
 from psdsos.estimators._dask import is_dask_array
 from psdsos.kernels import Kernel, get_kernel
 from psdsos.problems import exact_gradient, exact_hessian, exact_value
@@ -264,7 +260,7 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         "solver": Options(["dual", "primal"]),
         "primal_solver": Options(PRIMAL_SOLVERS, ignore_case=True),
         "representation": Options(["approx", "exact"]),
-        "constraint_points": certify.ConstraintPointsOption(),
+        "constraint_points": placement.ConstraintPointsOption(),
         "n_landmarks": Interval(numbers.Integral, 1, None, allow_none=True),
         "centers": Options(["auto", "train", "landmarks"]),
         "fit_intercept": Bool(),
@@ -315,7 +311,7 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
     def _constraint_points(self, X, kernel=None, box=None):
         """The constraint points (see the parameter); ``box = (lo, hi)``: the data's
         bounding box when X is only a sample of the rows (out-of-core fits)."""
-        return certify.constraint_points(self, X, kernel, box, AUTO_CORNER_FRACTION)
+        return placement.constraint_points(self, X, kernel, box, AUTO_CORNER_FRACTION)
 
     def fit(self, X: ArrayLike, y: ArrayLike,
             sample_weight: ArrayLike | None = None) -> ConvexRegressor:
@@ -378,7 +374,7 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         certify convexity between the constraint points."""
         *coefs, B = fit_paths.solve_plan(self, plan, Z)
         fit_paths.set_fitted(self, plan, kernel, features, Z, coefs, B)
-        certify.certify_convexity(self)
+        convexity.certify_convexity(self)
         return self
 
     # ---- other losses -------------------------------------------------------------------------
@@ -443,7 +439,7 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         return self._sign() * self.kernel_.hessian_sum(X, self.X_fit_, self.alpha_)
 
     def _box_array(self):
-        lo, hi = certify.fitted_box(self)
+        lo, hi = convexity.fitted_box(self)
         return np.vstack([lo, hi])
 
     def convexity_deficit(self, X: ArrayLike | None = None, *, n_points: int = DEFICIT_POINTS,
@@ -478,9 +474,9 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         -------
         float
         """
-        eig = certify.hessian_eigenvalues(self, X, n_points, random_state, sign=self._sign())
-        floor = certify.CURVATURE_FLOOR * self.y_scale_ / self.x_scale_**2
-        return certify.deficit(eig, relative, floor)
+        eig = convexity.hessian_eigenvalues(self, X, n_points, random_state, sign=self._sign())
+        floor = convexity.CURVATURE_FLOOR * self.y_scale_ / self.x_scale_**2
+        return convexity.deficit(eig, relative, floor)
 
     def curvature_scale(self, X: ArrayLike | None = None, *, n_points: int = DEFICIT_POINTS,
                         random_state: int = 0) -> float:
@@ -502,7 +498,7 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         -------
         float
         """
-        eig = certify.hessian_eigenvalues(self, X, n_points, random_state)
+        eig = convexity.hessian_eigenvalues(self, X, n_points, random_state)
         return float(np.mean(np.abs(eig).max(axis=1)))
 
     def predict_convexified(self, X: ArrayLike, eta: float | None = None) -> FloatArray:
@@ -588,7 +584,7 @@ class ConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
             self.x_box_ = box
         self.n_features_in_ = self.X_fit_.shape[1]
         if "certificate" in meta:  # files written before certificates have none
-            from psdsos.estimators._shape_certify import ShapeCertificate
+            from psdsos.certify._records import ShapeCertificate
 
             try:
                 self.certificate_ = {str(k): ShapeCertificate(**v)

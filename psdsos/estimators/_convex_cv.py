@@ -37,11 +37,16 @@ from psdsos._params import (
 )
 from psdsos._persistence import register_loadable
 from psdsos._validation import FloatArray, RandomStateLike
-from psdsos.estimators import _convex_fit as fit_paths
+from psdsos.certify._convexity import RELATIVE_DEFICIT_TOL, NonConvexFitWarning
 from psdsos.estimators._common import ITERATIVE_OPTIONS, cv_seed, fitted_input
 from psdsos.estimators._convex import ConvexRegressor
-from psdsos.estimators._convex_certify import RELATIVE_DEFICIT_TOL, NonConvexFitWarning
 from psdsos.estimators._convex_fit import check_fit_input
+from psdsos.estimators._convex_path import (
+    _CVConvexRegressor,
+    _Ranks,
+    auto_ranks,
+    is_certified_convex,
+)
 from psdsos.estimators._search_common import _SavedSearch, check_groups
 from psdsos.estimators._shape import UncertifiedShapeWarning
 from psdsos.kernels import FeatureScaleWarning, Kernel, scale_bandwidth
@@ -59,35 +64,12 @@ DEFAULT_SIGMAS = (2.0, 4.0)
 #: fixed defaults of ConvexRegressor (rho = 1e-4, lam2 = 1e-3) over-smooth at large n:
 #: the Frobenius weight on B pulls the curvature towards 0.
 DEFAULT_RHOS = (1e-4, 1e-5, 1e-6, 1e-7)
-#: ``n_landmarks="auto"``: the two largest of these ranks with r <= 2 sqrt(n_train) and
-#: r * n_features <= :data:`RANK_FEATURE_BUDGET` (exact features when none is).
-AUTO_RANKS = (25, 50, 100, 200, 400)
-#: An iteration of the dual eigendecomposes r x r blocks of size n_features: r * p = 1000
-#: takes about 0.15 s on one core, the budget of the automatic ranks.
-RANK_FEATURE_BUDGET = 1000
 #: With an int ``cv`` and more samples than this, a single hold-out split (``holdout`` of
 #: the rows) replaces the K folds: the score's noise is then already small and K refits per
 #: candidate would cost K times more.  Not below: at 10^5 samples (2 features), the 20,000
 #: rows held out could not tell rho = 1e-6 from 1e-7 (test errors 5.6e-5 and 2.3e-5 of
 #: Var f), three folds could, in 2.1 times the time.
 HOLDOUT_MIN_SAMPLES = 200_000
-#: Sobol points of the cheap convexity check of the CV fits (the refits use 4096 and the
-#: branch and bound).
-CV_DEFICIT_POINTS = 512
-
-
-class _CVConvexRegressor(ConvexRegressor):
-    """A ConvexRegressor for cross-validation fits: no box certificate (the branch and bound
-    is most of a small fit's time); ``convexity_deficit_`` at :data:`CV_DEFICIT_POINTS`
-    Sobol points, no warning.  Not exported, not saved."""
-
-    def _fit_plan(self, plan, kernel, features, Z):
-        *coefs, B = fit_paths.solve_plan(self, plan, Z)
-        fit_paths.set_fitted(self, plan, kernel, features, Z, coefs, B)
-        self.__dict__.pop("certificate_", None)
-        self.convexity_deficit_ = float(self.convexity_deficit(relative=True,
-                                                               n_points=CV_DEFICIT_POINTS))
-        return self
 
 
 class _Splits:
@@ -98,33 +80,6 @@ class _Splits:
 
     def split(self, X: Any, y: Any = None, groups: Any = None) -> Any:
         return iter(self.splits)  # groups are not used by explicit pairs (as scikit-learn)
-
-
-class _Ranks:
-    """``n_landmarks`` of ConvexRegressorCV: "auto", None or a non-empty sequence of ints >= 1
-    (None entries allowed: exact features)."""
-
-    def check(self, name: str, value: Any, owner: str) -> None:
-        if value is None or (isinstance(value, str) and value == "auto"):
-            return
-        try:
-            vals = list(value)
-        except TypeError:
-            vals = []
-        ok = bool(vals) and all(
-            v is None
-            or (isinstance(v, numbers.Integral) and not isinstance(v, bool) and int(v) >= 1)
-            for v in vals)
-        if not ok:
-            raise ValueError(f"{name} of {owner} must be 'auto', None or a non-empty sequence "
-                             f"of ints >= 1 (or None: exact features), got {value!r}")
-
-
-def auto_ranks(n_train: int, n_features: int) -> list[int | None]:
-    """The ranks tried by ``n_landmarks="auto"`` (see :data:`AUTO_RANKS`)."""
-    cap = min(2.0 * np.sqrt(n_train), RANK_FEATURE_BUDGET / n_features)
-    ranks = [r for r in AUTO_RANKS if r <= cap]
-    return list(ranks[-2:]) if ranks else [None]
 
 
 def _fit_path(base: ConvexRegressor, sigma: float, rank: int | None,
@@ -159,14 +114,6 @@ def _fit_path(base: ConvexRegressor, sigma: float, rank: int | None,
         out[i] = (score, t1 - t0, time.perf_counter() - t1, int(est.n_iter_), converged,
                   float(est.convexity_deficit_))
     return out, getattr(est, "dual_coef_", None)
-
-
-def is_certified_convex(est: ConvexRegressor) -> bool:
-    """Whether the fit's certificate is proved (``status == "certified"``) and shows
-    convexity (concavity) within :data:`RELATIVE_DEFICIT_TOL` of the curvature scale."""
-    cert = getattr(est, "certificate_", None) or {}
-    return bool(cert) and all(c.status == "certified" and c.relative >= -RELATIVE_DEFICIT_TOL
-                              for c in cert.values())
 
 
 @register_loadable

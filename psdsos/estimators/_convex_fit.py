@@ -18,7 +18,6 @@ Each fit path builds one problem of :mod:`psdsos.sos` in the standardized units 
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +38,7 @@ from psdsos.problems._convex_loss import ConvexRegressionLossProblem
 from psdsos.solvers import solve_dual, solve_primal
 from psdsos.solvers._dual_convex import solve_dual_loss
 from psdsos.solvers._irls import irls
+from psdsos.sos._constraint import unit_kernel
 
 __all__: list[str] = []
 
@@ -121,13 +121,6 @@ def set_scaling(est, kernel, X, y, w=None):
         return
     est.y_offset_, sd = scaled_mean_std(y, center=est.fit_intercept, weights=w)
     est.y_scale_ = sd if sd > 0 else a
-
-
-def unit_kernel(kernel):
-    """The kernel with bandwidth 1 (that of the standardized inputs)."""
-    kernel_u = copy.copy(kernel)
-    kernel_u.sigma = 1.0
-    return kernel_u
 
 
 def standardize(est, kernel, X, Z, y):

@@ -4,7 +4,7 @@ r"""Kernel regression under shape constraints guaranteed on the data's box.
 concave in chosen subsets, bounded; one kernel SoS block per constraint
 (:mod:`psdsos.problems._shape`), an exchange method
 (:mod:`psdsos.estimators._shape_fit`) and certificates with the certified-shape predictor
-(:mod:`psdsos.estimators._shape_certify`).
+(:mod:`psdsos.certify`).
 """
 
 from __future__ import annotations
@@ -18,12 +18,10 @@ from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from psdsos._params import (
-    KERNEL_OPTIONS,
     Bandwidth,
     Bool,
     Interval,
     Options,
-    _LossOptions,
     resolve_kernel,
     validate_params,
     warn_feature_scales,
@@ -35,25 +33,22 @@ from psdsos._validation import (
     RandomStateLike,
     check_random_state,
 )
+from psdsos.certify import _exchange as exchange
+from psdsos.certify import _placement as placement
+from psdsos.certify._correction import CorrectedFunction, Correction, build_correction
+from psdsos.certify._placement import ConstraintPointsOption, first_unique_rows
+from psdsos.certify._records import ShapeCertificate
 from psdsos.estimators import _shape_fit as sf
 from psdsos.estimators._common import ITERATIVE_OPTIONS, fitted_input, standardized_loss
-from psdsos.estimators._convex_certify import ConstraintPointsOption
 from psdsos.estimators._convex_fit import (
     check_fit_input,
     check_kernel_and_regularization,
     set_scaling,
-    unit_kernel,
 )
-from psdsos.estimators._shape_certify import (
-    Correction,
-    ShapeCertificate,
-    build_correction,
-    certify_constraint,
-    constraint_scale,
-)
-from psdsos.estimators._weights import first_unique_rows
+from psdsos.estimators._shape_fit import SHAPE_OPTIONS
 from psdsos.kernels import Kernel, get_kernel
 from psdsos.solvers import PRIMAL_SOLVERS
+from psdsos.sos._constraint import KernelExpansion, unit_kernel
 
 __all__ = ["ShapeConstrainedRegressor", "ShapeCertificate", "UncertifiedShapeWarning"]
 
@@ -61,8 +56,6 @@ __all__ = ["ShapeConstrainedRegressor", "ShapeCertificate", "UncertifiedShapeWar
 #: ``max_cells``).
 EXCHANGE_CELLS = 20_000
 
-#: Spacing (in bandwidths) of the default constraint points in one dimension.
-SPACING_1D = 0.3
 
 #: f expands on every training point up to this many samples, on greedy landmarks beyond.
 AUTO_TRAIN_CENTERS = 2000
@@ -70,38 +63,6 @@ AUTO_TRAIN_CENTERS = 2000
 
 class UncertifiedShapeWarning(UserWarning):
     """A shape constraint of the fit is not proved on the box (its certificate is "sampled")."""
-
-
-class _FeatureSpec:
-    """The check of increasing / decreasing / convex / concave: None, True or indices."""
-
-    def check(self, name: str, value: Any, owner: str) -> None:
-        if value is None or value is True or value is False:
-            return
-        if isinstance(value, numbers.Integral) or hasattr(value, "__iter__"):
-            return
-        raise ValueError(f"{name} of {owner} must be None, True or a list of feature indices, "
-                         f"got {value!r}")
-
-
-#: The checks of the parameters ShapeConstrainedRegressor shares with its CV form: the
-#: shapes, the bounds, the kernel and the certificate's settings.
-SHAPE_OPTIONS: dict[str, Any] = {
-    "increasing": _FeatureSpec(), "decreasing": _FeatureSpec(),
-    "convex": _FeatureSpec(), "concave": _FeatureSpec(),
-    "lower": Interval(numbers.Real, None, None, allow_none=True),
-    "upper": Interval(numbers.Real, None, None, allow_none=True),
-    "kernel": KERNEL_OPTIONS,
-    "fit_intercept": Bool(),
-    "certify_tol": Interval(numbers.Real, 0.0, None, closed="neither"),
-    "max_exchange": Interval(numbers.Integral, 0, None),
-    "max_cells": Interval(numbers.Integral, 1, None),
-    "extrapolation": Options(["linear", "kernel"]),
-    # the registered losses with Loss.convex_regression (see "Other losses")
-    "loss": _LossOptions(parameters=("delta", "quantile"), convex_regression=True),
-    "delta": Interval(numbers.Real, 0.0, None, closed="neither", allow_none=True),
-    "quantile": Interval(numbers.Real, 0.0, 1.0, closed="neither", allow_none=True),
-}
 
 
 @register_loadable
@@ -359,7 +320,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         rng = check_random_state(0 if self.random_state is None else self.random_state)
         self._constraints = constraints
         self.kernel_ = kernel
-        warm = self._warm_start_point(constraints, p)
+        warm = sf.warm_start_point(self, constraints, p)
         self.__dict__.pop("dual_coef_", None)  # no stale dual point from the previous fit
         if not constraints:
             wv, obj = sf.unconstrained_fit(self, data)
@@ -368,9 +329,12 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         # bounds start without points when the exchange runs: imposed where the fit
         # violates them (a bound far from the data would otherwise cost its slack)
         data.points = [np.zeros((0, p)) if con.kind == "value" and self.max_exchange > 0
-                       else self._initial_points(data, rng, U)
+                       else placement.initial_points(self.constraint_points, data.box, rng, U,
+                                                     self.x_offset_, self.x_scale_)
                        for con in constraints]
-        design = self._design(data.box, rng)  # drawn after the initial points, warm or cold
+        # drawn after the initial points, warm or cold
+        design = placement.default_points(
+            data.box, sf.DESIGN_POINTS * p, int(check_random_state(rng).integers(2**31 - 1)))
         init = None
         if warm is not None:  # the previous fit's final points and dual point
             data.points, init = warm
@@ -385,69 +349,24 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
                 break
             added = False
             for k, con in enumerate(constraints):
-                new, checks[k] = self._search(fit, con, design, data.box)
+                new, checks[k] = exchange.search_step(
+                    fit, con, design, data.box, certify=self.certify,
+                    certify_tol=self.certify_tol, max_cells=self.max_cells,
+                    exchange_cells=EXCHANGE_CELLS)
                 if new.shape[0]:
-                    Z = sf.add_points(data.points[k], new, data.box)
+                    Z = exchange.add_points(data.points[k], new, data.box)
                     added = added or Z.shape[0] > data.points[k].shape[0]
                     data.points[k] = Z
             if not added:
                 break
             n_exchange += 1
-            init = sf.pad_dual(sol.G, data.points, constraints)
+            init = exchange.pad_dual(sol.G, data.points, constraints)
         self._finish(data, fit, sol.B, design, sol.objective, total_iter, sol.gap,
                      sol.residual, n_exchange, checks)
         if sol.G is not None:  # the dual solver's final point (the primal has none)
             self.dual_coef_ = [np.asarray(G, dtype=np.float64) for G in sol.G]
-            self._warm_key = self._constraint_key(constraints, p)
+            self._warm_key = sf.constraint_key(self, constraints, p)
         return self
-
-    def _constraint_key(self, constraints, p):
-        """What a warm start must share with the previous fit: the number of features, the
-        constraints (names: kind and features) and the bounds' values."""
-        return (int(p), tuple(con.name for con in constraints), self.lower, self.upper)
-
-    def _warm_start_point(self, constraints, p):
-        """With ``warm_start`` and the dual solver, after a dual fit with the same
-        constraints (:meth:`_constraint_key`): (the previous fit's final points of each
-        constraint in this fit's standardized units, its final dual point); else None (a
-        cold start)."""
-        G = getattr(self, "dual_coef_", None)
-        previous = getattr(self, "constraint_points_", None)
-        if (not self.warm_start or self.solver != "dual" or G is None or previous is None
-                or getattr(self, "_warm_key", None) != self._constraint_key(constraints, p)
-                or len(G) != len(constraints)):
-            return None
-        points = []
-        for con, Gk in zip(constraints, G, strict=True):
-            Z = previous.get(con.name)
-            if Z is None or Z.ndim != 2 or Z.shape[1] != p or Gk.shape != (Z.shape[0],
-                                                                          con.d, con.d):
-                return None
-            points.append((Z - self.x_offset_) / self.x_scale_)
-        return points, [np.array(Gk, dtype=np.float64) for Gk in G]
-
-    def _search(self, fit, con, design, box):
-        """The exchange's step for one constraint: the violators of the design search, or,
-        when it finds none, the certificate (and its smallest point when it proves a
-        violation beyond the tolerance).  Returns (points to add, the certificate record
-        (bound, status, sampled minimum, cells, scale) or None)."""
-        scale = constraint_scale(fit, con, design)
-        thr = -self.certify_tol * scale
-        new, smin, _ = sf.most_violated(fit, con, design, box, thr, n_add=8)
-        if new.shape[0] or not self.certify:
-            return new, None
-        # the exchange's covering stops at a smaller budget: it looks for violators; the
-        # final certificate gets the whole budget (_certify)
-        budget = min(self.max_cells, EXCHANGE_CELLS)
-        bound, status, smin, n_cells, argmin = certify_constraint(
-            fit, con, box, smin, scale, self.certify_tol, budget)
-        record = (bound, status, smin, n_cells, scale) if (
-            status == "certified" or budget == self.max_cells) else None
-        if argmin is not None and smin < thr:
-            pts, _, _ = sf.most_violated(fit, con, argmin[None, :], box, thr, n_add=1,
-                                         n_local=1)
-            return np.vstack([argmin[None, :], pts]), record
-        return np.zeros((0, design.shape[1])), record
 
     def _centers(self, U, kernel_u):
         n = U.shape[0]
@@ -462,35 +381,6 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         feats = NystromFeatures(kernel_u, n_landmarks=r, random_state=self.random_state,
                                 landmarks="greedy").fit(U)
         return np.asarray(feats.anchors_, dtype=np.float64)
-
-    def _initial_points(self, data, rng, U):
-        cp_ = self.constraint_points
-        p = data.box[0].shape[0]
-        if isinstance(cp_, str):  # "train" (the only string the option accepts)
-            return first_unique_rows(U)
-        if cp_ is None and p == 1:
-            # a box narrower than 32 x SPACING_1D bandwidths: equispaced points that far
-            # apart (at least 4) instead of 32 Sobol points; 32 points 0.15 bandwidths
-            # apart made the SoS features so ill-conditioned that the dual stalled just
-            # above tol for 20,000 iterations, 16 (0.3 apart) converged in 222
-            lo, hi = data.box[0][0], data.box[1][0]
-            m = int(np.floor((hi - lo) / SPACING_1D)) + 1
-            if m < 32:
-                return np.linspace(lo, hi, max(m, 4))[:, None]
-        if cp_ is None or isinstance(cp_, numbers.Integral):
-            m = min(16 * 2**p, 256) if cp_ is None else int(cp_)
-            seed = int(check_random_state(rng).integers(2**31 - 1))
-            return sf.default_points(data.box, m, seed)
-        Z = np.asarray(cp_, dtype=np.float64)
-        if Z.ndim != 2 or Z.shape[1] != p or not np.all(np.isfinite(Z)):
-            raise ValueError(f"constraint_points must be None, an int or a finite array of "
-                             f"shape (m, {p}), got shape {Z.shape}")
-        return np.unique((Z - self.x_offset_) / self.x_scale_, axis=0)
-
-    def _design(self, box, rng):
-        p = box[0].shape[0]
-        seed = int(check_random_state(rng).integers(2**31 - 1))
-        return sf.default_points(box, sf.DESIGN_POINTS * p, seed)
 
     def _finish(self, data, fit, B, design, objective, n_iter, gap, residual, n_exchange,
                 checks=None):
@@ -526,7 +416,8 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
                                      - self.y_offset_) / sy], self.coef_ * sx / sy])
         else:
             beta = np.zeros(0)
-        return sf.Fit(kernel_u, (self.X_fit_ - self.x_offset_) / sx, self.alpha_ / sy, beta)
+        return KernelExpansion(kernel_u, (self.X_fit_ - self.x_offset_) / sx, self.alpha_ / sy,
+                               beta)
 
     def _certify(self, fit, box, design, checks):
         """certificate_ and the certified-shape predictor; ``checks``: the certificates
@@ -538,27 +429,18 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
             self._correction = Correction.identity(p)
             self.correction_ = 0.0
             return
-        bounds, records = [], []
-        for k, con in enumerate(constraints):
-            if checks.get(k) is not None:
-                bound, status, smin, n_cells, scale = checks[k]
-            else:
-                scale = constraint_scale(fit, con, design)
-                _, smin, _ = sf.most_violated(fit, con, design, box, -np.inf, n_add=0)
-                if self.certify:
-                    bound, status, smin, n_cells, _ = certify_constraint(
-                        fit, con, box, smin, scale, self.certify_tol, self.max_cells)
-                else:
-                    bound, status, n_cells = smin, "sampled", 0
-            # only a proved bound says how much correction suffices: a "sampled" one
-            # gets none (its minimum between the points found may be far off)
-            bounds.append(bound if status == "certified" else max(bound, 0.0))
-            records.append((con, bound, status, smin, scale, n_cells))
+        records = exchange.final_records(fit, constraints, box, design, checks,
+                                         certify=self.certify, certify_tol=self.certify_tol,
+                                         max_cells=self.max_cells)
+        # only a proved bound says how much correction suffices: a "sampled" one gets none
+        # (its minimum between the points found may be far off)
+        bounds = [b if status == "certified" else max(b, 0.0) for b, status, *_ in records]
         corr = build_correction(constraints, bounds, box)
         self._correction = corr
         rel_corr = 0.0
         uncertified = []
-        for con, bound, status, smin, scale, n_cells in records:
+        for con, (bound, status, smin, n_cells, scale) in zip(constraints, records,
+                                                              strict=True):
             f = sf.unit_factor(con, self)
             e = max(0.0, -bound) if status == "certified" else 0.0
             rel_corr = max(rel_corr, e / scale)
@@ -582,59 +464,14 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         X = self._check_X(X)
         return X, (X - self.x_offset_) / self.x_scale_
 
-    def _corrected(self, U, order):
-        """Value (order 0), gradient (1) or Hessian (2) of the certified-shape predictor
-        h = scale (f + correction) + shift at the rows of U (standardized units)."""
-        c = self._correction
-        if order == 0:
-            return c.scale * (self._fit_u.value(U) + c.terms(U)[0]) + c.shift
-        if order == 1:
-            return c.scale * (self._fit_u.gradient(U) + c.terms(U)[1])
-        return c.scale * (self._fit_u.hessian(U) + np.diag(c.terms(U)[2])[None])
-
-    def _hessian_slope(self, U, D):
-        """sum_r d_r d/du_r of Hess h at the rows of U, along the rows of D (the correction
-        is quadratic: only the kernel part contributes)."""
-        kern = self._fit_u.kernel
-        out = np.empty((U.shape[0], U.shape[1], U.shape[1]))
-        step = max(1, (1 << 21) // max(self._fit_u.C.shape[0] * U.shape[1] ** 3, 1))
-        for i in range(0, U.shape[0], step):
-            # hessian_gradient differentiates its second argument once: d/du = -d/dc
-            T = kern.hessian_gradient(U[i:i + step], self._fit_u.C)
-            out[i:i + step] = -np.einsum("mlpqr,l,mr->mpq", T, self._fit_u.alpha,
-                                         D[i:i + step])
-        return self._correction.scale * out
-
     def _extended(self, U, order):
-        """The certified-shape predictor with its linear extension outside the box
-        (``extrapolation="linear"``): h(P u) + grad h(P u)^T (u - P u), P the projection
-        onto the box, and its derivatives (those of the interior coordinates pick up the
-        Hessian of h and its derivative along u - P u)."""
-        if self.extrapolation == "kernel":
-            return self._corrected(U, order)
-        lo = (self.x_box_[0] - self.x_offset_) / self.x_scale_
-        hi = (self.x_box_[1] - self.x_offset_) / self.x_scale_
-        P = np.clip(U, lo, hi)
-        D = U - P
-        out = self._corrected(P, order)
-        ext = np.flatnonzero(np.any(D != 0.0, axis=1))
-        if ext.size == 0:
-            return out
-        Pe, De = P[ext], D[ext]
-        inner = (De == 0.0).astype(np.float64)  # the coordinates inside [lo, hi]
-        if order == 0:
-            out[ext] += np.einsum("mp,mp->m", self._corrected(Pe, 1), De)
-        elif order == 1:
-            out[ext] += inner * np.einsum("mpq,mq->mp", self._corrected(Pe, 2), De)
-        else:
-            # d/du_p d/du_q of h(P u) + grad h(P u)^T D(u): in the inner coordinates
-            # Hess h + d/dD Hess h; a cross term once; the outer block vanishes
-            H = out[ext]
-            mask = inner[:, :, None] * inner[:, None, :]
-            both = inner[:, :, None] + inner[:, None, :]
-            out[ext] = (np.where(both > 0, H, 0.0)
-                        + mask * self._hessian_slope(Pe, De))
-        return out
+        """The certified-shape predictor (:class:`~psdsos.certify._correction.CorrectedFunction`)
+        and its derivatives, extended outside the box by ``extrapolation``."""
+        box = None
+        if self.extrapolation == "linear":
+            box = ((self.x_box_[0] - self.x_offset_) / self.x_scale_,
+                   (self.x_box_[1] - self.x_offset_) / self.x_scale_)
+        return CorrectedFunction(self._fit_u, self._correction, box)(U, order)
 
     def predict(self, X: ArrayLike, *, raw: bool = False) -> FloatArray:
         """The certified-shape predictor (the fit plus its correction, see the class
@@ -709,8 +546,6 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         }
 
     def _restore_saved(self, arrays, meta, source):
-        from psdsos.estimators._convex_fit import unit_kernel as _unit
-
         f = meta["fitted"]
         self.kernel_ = get_kernel(f["kernel"], f["sigma"])
         box = np.asarray(self.x_box_, dtype=np.float64)
@@ -720,7 +555,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
         self.n_features_in_ = p
         if not (self.y_scale_ > 0 and self.x_scale_ > 0):
             raise ValueError(f"{source}: x_scale_ and y_scale_ must be > 0")
-        self._fit_u = self._unit_fit(_unit(self.kernel_))
+        self._fit_u = self._unit_fit(unit_kernel(self.kernel_))
         self._correction = (Correction.from_arrays(np.asarray(arrays["correction"], float))
                             if "correction" in arrays else Correction.identity(p))
         try:
@@ -752,4 +587,4 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
                                  f"constraint {con.name}), got {got}")
             G.append(np.asarray(A, dtype=np.float64))
         self.dual_coef_ = G
-        self._warm_key = self._constraint_key(self._constraints, p)
+        self._warm_key = sf.constraint_key(self, self._constraints, p)

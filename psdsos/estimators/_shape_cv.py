@@ -27,11 +27,8 @@ from psdsos._validation import FloatArray, RandomStateLike
 from psdsos.estimators._common import ITERATIVE_OPTIONS, cv_seed, fitted_input
 from psdsos.estimators._convex_fit import check_fit_input
 from psdsos.estimators._search_common import _SavedSearch, check_groups
-from psdsos.estimators._shape import (
-    SHAPE_OPTIONS,
-    ShapeConstrainedRegressor,
-    UncertifiedShapeWarning,
-)
+from psdsos.estimators._shape import ShapeConstrainedRegressor, UncertifiedShapeWarning
+from psdsos.estimators._shape_fit import SHAPE_OPTIONS
 from psdsos.kernels import FeatureScaleWarning, Kernel, scale_bandwidth
 from psdsos.losses import get_loss
 

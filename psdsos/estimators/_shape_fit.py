@@ -12,12 +12,11 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
-from scipy.optimize import minimize
 
+from psdsos._params import KERNEL_OPTIONS, Bool, Interval, Options, _LossOptions
 from psdsos.estimators._common import irls_weights
-from psdsos.estimators._convex_certify import sobol_points
 from psdsos.features import ExactFeatures, cholesky_with_jitter
-from psdsos.problems._shape import ShapeConstraint, ShapeRegressionProblem, constraint_map
+from psdsos.problems._shape import ShapeRegressionProblem, constraint_map
 from psdsos.problems._shape_loss import (
     ShapeRegressionLossProblem,
     unconstrained_loss_problem,
@@ -26,6 +25,7 @@ from psdsos.problems._shape_loss import (
 from psdsos.solvers import solve_cvxpy, solve_dual
 from psdsos.solvers._dual_convex import solve_dual_loss
 from psdsos.sos._compress import combine_blocks, compress_block, row_scales
+from psdsos.sos._constraint import KernelExpansion, ShapeConstraint
 
 __all__: list[str] = []
 
@@ -115,47 +115,6 @@ def unit_factor(con: ShapeConstraint, est: Any) -> float:
 
 
 # ---- the fitted function in standardized units ----------------------------------------------
-@dataclass
-class Fit:
-    """f(u) = beta_0 + beta^T u + sum_l alpha_l k(u, c_l) in standardized units."""
-
-    kernel: Any
-    C: np.ndarray
-    alpha: np.ndarray
-    beta: np.ndarray  # (1 + p,) or empty
-
-    def value(self, U):
-        f = self.kernel(U, self.C) @ self.alpha
-        return f + (self.beta[0] + U @ self.beta[1:] if self.beta.size else 0.0)
-
-    def gradient(self, U):
-        g = np.einsum("mip,i->mp", self.kernel.gradient(U, self.C), self.alpha)
-        return g + (self.beta[1:] if self.beta.size else 0.0)
-
-    def hessian(self, U):
-        return self.kernel.hessian_sum(U, self.C, self.alpha)
-
-    def norm(self) -> float:
-        """||f_k||_H, the kernel part's RKHS norm."""
-        a = self.alpha
-        return float(np.sqrt(max(float(a @ self.kernel(self.C, self.C) @ a), 0.0)))
-
-
-def constraint_function(fit: Fit, con: ShapeConstraint, U: np.ndarray,
-                        chunk: int = 2048) -> np.ndarray:
-    """g(u) at the rows of U: s (f - b), s d_p f, or lambda_min(s Hess_S f)."""
-    out = np.empty(U.shape[0])
-    for i in range(0, U.shape[0], chunk):
-        V = U[i:i + chunk]
-        if con.kind == "value":
-            out[i:i + chunk] = con.sign * (fit.value(V) - con.offset)
-        elif con.kind == "derivative":
-            out[i:i + chunk] = con.sign * fit.gradient(V)[:, con.features[0]]
-        else:
-            S = list(con.features)
-            H = fit.hessian(V)[:, S][:, :, S]
-            out[i:i + chunk] = np.linalg.eigvalsh(con.sign * H)[:, 0]
-    return out
 
 
 # ---- the problem --------------------------------------------------------------------------------
@@ -216,18 +175,6 @@ def shape_data(est: Any, kernel_u: Any, U: np.ndarray, t: np.ndarray, w: np.ndar
         M, tt = T[:, :-1], T[:, -1]
     lo, hi = U.min(axis=0), U.max(axis=0)
     return ShapeData(kernel_u, C, R, M, tt, n, e, moments, (lo, hi))
-
-
-def default_points(box, m: int, random_state: Any) -> np.ndarray:
-    """m scrambled Sobol points of the box and its corners (p <= 6)."""
-    lo, hi = box
-    p = lo.shape[0]
-    Z = sobol_points(lo, hi, m, random_state)
-    if p <= 6:
-        corners = np.array(np.meshgrid(*[[a, b] for a, b in zip(lo, hi, strict=True)],
-                                       indexing="ij")).reshape(p, -1).T
-        Z = np.vstack([corners, Z])
-    return np.unique(Z, axis=0)
 
 
 def build_problem(est: Any, data: ShapeData, constraints: list[ShapeConstraint]
@@ -403,71 +350,70 @@ def ridge_objective(data: ShapeData, w: np.ndarray, rho: float) -> float:
     return float(r @ r) / data.n + rho * float(v @ v)
 
 
-def fit_of(data: ShapeData, w: np.ndarray) -> Fit:
+def fit_of(data: ShapeData, w: np.ndarray) -> KernelExpansion:
     """The fitted function of the coefficients w = (beta, v)."""
     alpha = sla.solve_triangular(data.R, w[data.e:], lower=False)
-    return Fit(data.kernel, data.C, alpha, np.asarray(w[:data.e], dtype=np.float64))
+    return KernelExpansion(data.kernel, data.C, alpha, np.asarray(w[:data.e], dtype=np.float64))
 
 
 # ---- the exchange method -----------------------------------------------------------------------
-def most_violated(fit: Fit, con: ShapeConstraint, design: np.ndarray, box, threshold: float,
-                  n_add: int, n_local: int = 3) -> tuple[np.ndarray, float, np.ndarray]:
-    """Points where g < threshold: the worst design points (at most n_add, spread out)
-    and the local minima found from the best n_local of them (L-BFGS-B in the box).
-
-    Returns
-    -------
-    points : ndarray (k, p)
-    g_min : float
-        The smallest value of g found (design and local searches).
-    argmin : ndarray (p,)
-    """
-    g = constraint_function(fit, con, design)
-    order = np.argsort(g)
-    lo, hi = box
-    best_x, best_g = design[order[0]].copy(), float(g[order[0]])
-    found = []
-    for i in order[:n_local]:
-        res = minimize(lambda u: float(constraint_function(fit, con, u[None, :])[0]),
-                       design[i], method="L-BFGS-B",
-                       bounds=list(zip(lo, hi, strict=True)), options={"maxiter": 50})
-        if res.fun < best_g:
-            best_x, best_g = np.asarray(res.x, dtype=np.float64), float(res.fun)
-        if res.fun < threshold:
-            found.append(np.asarray(res.x, dtype=np.float64))
-    spread = 0.05 * float(np.max(hi - lo)) if np.any(hi > lo) else 0.0
-    for i in order:
-        if g[i] >= threshold or len(found) >= n_add + n_local:
-            break
-        if all(np.max(np.abs(design[i] - z)) > spread for z in found):
-            found.append(design[i])
-    pts = np.array(found).reshape(-1, design.shape[1])
-    return pts, best_g, best_x
 
 
-#: A new constraint point closer than this (sup norm, in bandwidths) to one already there is
-#: not added: the constraint nearly holds there already, and nearly repeated points make
-#: the SoS features ill-conditioned (a costly B, a slow dual).
-MIN_SPACING = 0.1
+class _FeatureSpec:
+    """The check of increasing / decreasing / convex / concave: None, True or indices."""
+
+    def check(self, name: str, value: Any, owner: str) -> None:
+        if value is None or value is True or value is False:
+            return
+        if isinstance(value, numbers.Integral) or hasattr(value, "__iter__"):
+            return
+        raise ValueError(f"{name} of {owner} must be None, True or a list of feature indices, "
+                         f"got {value!r}")
 
 
-def add_points(Z: np.ndarray, new: np.ndarray, box) -> np.ndarray:
-    """Z with the rows of new that are not within MIN_SPACING of a row of Z (or of an
-    earlier row of new); standardized units (bandwidth 1)."""
-    tol = MIN_SPACING
-    for z in new:
-        if Z.shape[0] == 0 or np.min(np.max(np.abs(Z - z), axis=1)) > tol:
-            Z = np.vstack([Z, z])
-    return Z
+#: The checks of the parameters ShapeConstrainedRegressor shares with its CV form: the
+#: shapes, the bounds, the kernel and the certificate's settings.
+SHAPE_OPTIONS: dict[str, Any] = {
+    "increasing": _FeatureSpec(), "decreasing": _FeatureSpec(),
+    "convex": _FeatureSpec(), "concave": _FeatureSpec(),
+    "lower": Interval(numbers.Real, None, None, allow_none=True),
+    "upper": Interval(numbers.Real, None, None, allow_none=True),
+    "kernel": KERNEL_OPTIONS,
+    "fit_intercept": Bool(),
+    "certify_tol": Interval(numbers.Real, 0.0, None, closed="neither"),
+    "max_exchange": Interval(numbers.Integral, 0, None),
+    "max_cells": Interval(numbers.Integral, 1, None),
+    "extrapolation": Options(["linear", "kernel"]),
+    # the registered losses with Loss.convex_regression (see "Other losses")
+    "loss": _LossOptions(parameters=("delta", "quantile"), convex_regression=True),
+    "delta": Interval(numbers.Real, 0.0, None, closed="neither", allow_none=True),
+    "quantile": Interval(numbers.Real, 0.0, 1.0, closed="neither", allow_none=True),
+}
 
 
-def pad_dual(G: list[np.ndarray] | None, points: list[np.ndarray],
-             constraints: list[ShapeConstraint]) -> list[np.ndarray] | None:
-    """The warm start after points were added: Gamma_k padded with zero matrices."""
-    if G is None:
+# ---- warm starts ---------------------------------------------------------------------------
+def constraint_key(est: Any, constraints: list[ShapeConstraint], p: int) -> Any:
+    """What a warm start must share with the previous fit: the number of features, the
+    constraints (names: kind and features) and the bounds' values."""
+    return (int(p), tuple(con.name for con in constraints), est.lower, est.upper)
+
+
+def warm_start_point(est: Any, constraints: list[ShapeConstraint], p: int) -> Any:
+    """With ``warm_start`` and the dual solver, after a dual fit with the same
+    constraints (:func:`constraint_key`): (the previous fit's final points of each
+    constraint in this fit's standardized units, its final dual point); else None (a
+    cold start)."""
+    G = getattr(est, "dual_coef_", None)
+    previous = getattr(est, "constraint_points_", None)
+    if (not est.warm_start or est.solver != "dual" or G is None or previous is None
+            or getattr(est, "_warm_key", None) != constraint_key(est, constraints, p)
+            or len(G) != len(constraints)):
         return None
-    out = []
-    for Gk, Z, con in zip(G, points, constraints, strict=True):
-        extra = Z.shape[0] - Gk.shape[0]
-        out.append(np.concatenate([Gk, np.zeros((extra, con.d, con.d))]) if extra else Gk)
-    return out
+    points = []
+    for con, Gk in zip(constraints, G, strict=True):
+        Z = previous.get(con.name)
+        if Z is None or Z.ndim != 2 or Z.shape[1] != p or Gk.shape != (Z.shape[0],
+                                                                      con.d, con.d):
+            return None
+        points.append((Z - est.x_offset_) / est.x_scale_)
+    return points, [np.array(Gk, dtype=np.float64) for Gk in G]

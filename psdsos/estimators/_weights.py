@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.utils.validation import _check_sample_weight
 
-__all__ = ["check_sample_weight", "first_unique_rows"]
+__all__ = ["check_sample_weight"]
 
 
 def check_sample_weight(sample_weight: ArrayLike | None, X: np.ndarray, y: np.ndarray, *,
@@ -55,10 +55,3 @@ def check_sample_weight(sample_weight: ArrayLike | None, X: np.ndarray, y: np.nd
     return X[keep], y[keep], w[keep]
 
 
-def first_unique_rows(X):
-    """The distinct rows of X in the order of their first occurrence (X itself when its rows
-    are distinct), so that choices made from the rows do not depend on duplicates."""
-    _, idx = np.unique(X, axis=0, return_index=True)
-    if idx.size == X.shape[0]:
-        return X
-    return X[np.sort(idx)]

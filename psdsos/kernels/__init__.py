@@ -18,14 +18,8 @@ psdsos layers.
 """
 
 from psdsos.kernels._bandwidth import FeatureScaleWarning, check_feature_scales, scale_bandwidth
-from psdsos.kernels._base import Kernel
-from psdsos.kernels._registry import (
-    KERNELS,
-    get_kernel,
-    kernel_aliases,
-    kernel_names,
-    register_kernel,
-)
+from psdsos.kernels._base import Kernel, kernel_names
+from psdsos.kernels._registry import KERNELS, get_kernel, kernel_aliases, register_kernel
 
 # isort: off
 # the kernel modules register their classes when imported: this order is that of KERNELS

@@ -159,7 +159,6 @@ class Kernel:
         """Raise ValueError if the kernel is not ``order`` times differentiable."""
         if self.differentiability >= order:
             return
-        from psdsos.kernels._registry import kernel_names
 
         ok = kernel_names(differentiability=order)
         alternatives = " or ".join(", ".join(repr(n) for n in ok).rsplit(", ", 1))
@@ -486,3 +485,45 @@ class Kernel:
 
     def __hash__(self):
         return hash((type(self).__name__, self.sigma))
+
+
+#: Every registered kernel class by (lower-case) name, in registration order.
+_REGISTRY: dict[str, type] = {}
+
+
+#: Other names of registered kernels: {alias: name}, lower case (``"rbf"``: the Gaussian).
+_ALIASES: dict[str, str] = {}
+
+
+def _is_radial(cls: type) -> bool:
+    return isinstance(cls, type) and issubclass(cls, Kernel)
+
+
+def kernel_names(*, radial_only: bool = True, differentiability: int = 0) -> tuple[str, ...]:
+    """Names of the registered kernels, in registration order.
+
+    Parameters
+    ----------
+    radial_only : bool, default=True
+        Only the radial kernels (:class:`Kernel` subclasses: a bandwidth and derivatives,
+        the keys of :data:`KERNELS`); ``False`` adds, after them, the kernels that give
+        Gram matrices only (``"linear"``), which the SELF estimators accept.
+    differentiability : int, default=0
+        Only the radial kernels at least this many times differentiable
+        (``Kernel.differentiability``): 2 for Hessians, 4 for ``hessian_hessian``.
+
+    Returns
+    -------
+    names : tuple of str
+
+    Examples
+    --------
+    >>> from psdsos.kernels import kernel_names
+    >>> kernel_names(differentiability=4)[:2]
+    ('gaussian', 'matern52')
+    """
+    radial = tuple(n for n, c in _REGISTRY.items()
+                   if _is_radial(c) and getattr(c, "differentiability", 0) >= differentiability)
+    if radial_only or differentiability > 0:
+        return radial
+    return radial + tuple(n for n, c in _REGISTRY.items() if not _is_radial(c))

@@ -11,17 +11,12 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Literal, TypeVar, overload
 
 from psdsos._validation import check_choice, class_registrar
-from psdsos.kernels._base import Kernel
+from psdsos.kernels._base import _ALIASES, _REGISTRY, Kernel, _is_radial, kernel_names
 
 if TYPE_CHECKING:
     from psdsos.kernels._linear import LinearKernel
 
 _K = TypeVar("_K", bound=type)
-
-#: Every registered kernel class by (lower-case) name, in registration order.
-_REGISTRY: dict[str, type] = {}
-#: Other names of registered kernels: {alias: name}, lower case (``"rbf"``: the Gaussian).
-_ALIASES: dict[str, str] = {}
 
 
 def register_kernel(name: str, *, aliases: tuple[str, ...] = ()) -> Callable[[_K], _K]:
@@ -130,40 +125,6 @@ def canonical_kernel_name(name: str) -> str:
     check refuses it)."""
     key = name.lower()
     return _ALIASES.get(key, key)
-
-
-def _is_radial(cls: type) -> bool:
-    return isinstance(cls, type) and issubclass(cls, Kernel)
-
-
-def kernel_names(*, radial_only: bool = True, differentiability: int = 0) -> tuple[str, ...]:
-    """Names of the registered kernels, in registration order.
-
-    Parameters
-    ----------
-    radial_only : bool, default=True
-        Only the radial kernels (:class:`Kernel` subclasses: a bandwidth and derivatives,
-        the keys of :data:`KERNELS`); ``False`` adds, after them, the kernels that give
-        Gram matrices only (``"linear"``), which the SELF estimators accept.
-    differentiability : int, default=0
-        Only the radial kernels at least this many times differentiable
-        (``Kernel.differentiability``): 2 for Hessians, 4 for ``hessian_hessian``.
-
-    Returns
-    -------
-    names : tuple of str
-
-    Examples
-    --------
-    >>> from psdsos.kernels import kernel_names
-    >>> kernel_names(differentiability=4)[:2]
-    ('gaussian', 'matern52')
-    """
-    radial = tuple(n for n, c in _REGISTRY.items()
-                   if _is_radial(c) and getattr(c, "differentiability", 0) >= differentiability)
-    if radial_only or differentiability > 0:
-        return radial
-    return radial + tuple(n for n, c in _REGISTRY.items() if not _is_radial(c))
 
 
 class _RadialKernels(Mapping[str, type[Kernel]]):

@@ -26,8 +26,9 @@ from psdsos.problems._convex_exact import (
 )
 from psdsos.problems._psd import PSDLeastSquares
 from psdsos.problems._psd_loss import PSDLossProblem
-from psdsos.problems._shape import ShapeConstraint, ShapeRegressionProblem, constraint_map
+from psdsos.problems._shape import ShapeRegressionProblem, constraint_map
 from psdsos.problems._shape_loss import ShapeRegressionLossProblem
+from psdsos.sos._constraint import ShapeConstraint
 
 __all__ = [
     "BlockDualProblem",

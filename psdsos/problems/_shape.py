@@ -47,7 +47,7 @@ below tol).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import cvxpy as cp
@@ -57,50 +57,9 @@ import scipy.linalg as sla
 from psdsos.kernels import Kernel
 from psdsos.problems._base import BlockDualProblem, DualBlock
 from psdsos.problems._convex import floors_from_moments
+from psdsos.sos._constraint import ShapeConstraint, constraint_rows
 
 __all__ = ["ShapeConstraint", "ShapeRegressionProblem", "constraint_map"]
-
-KINDS = ("value", "derivative", "hessian")
-
-
-@dataclass(frozen=True)
-class ShapeConstraint:
-    """One shape constraint: ``g(z) = sign * L_z f (- offset)`` must be >= 0 (PSD).
-
-    Parameters
-    ----------
-    kind : {"value", "derivative", "hessian"}
-    features : tuple of int
-        ``()`` for "value", ``(p,)`` for "derivative", the subset S for "hessian".
-    sign : float, +1 or -1
-    offset : float
-        "value" only: g = sign * (f - offset).
-    name : str
-        A readable name, e.g. ``"increasing[0]"`` or ``"concave[0,1]"``.
-    """
-
-    kind: str
-    features: tuple[int, ...] = ()
-    sign: float = 1.0
-    offset: float = 0.0
-    name: str = field(default="")
-
-    def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
-        if self.sign not in (1.0, -1.0):
-            raise ValueError(f"sign must be +1 or -1, got {self.sign!r}")
-        if self.kind == "value" and self.features:
-            raise ValueError("a 'value' constraint takes no features")
-        if self.kind == "derivative" and len(self.features) != 1:
-            raise ValueError("a 'derivative' constraint takes one feature")
-        if self.kind == "hessian" and not self.features:
-            raise ValueError("a 'hessian' constraint takes at least one feature")
-
-    @property
-    def d(self) -> int:
-        """Size of the constraint's matrices (1 but for Hessian blocks)."""
-        return len(self.features) if self.kind == "hessian" else 1
 
 
 def constraint_map(constraint: ShapeConstraint, kernel: Kernel, C: np.ndarray,
@@ -128,29 +87,12 @@ def constraint_map(constraint: ShapeConstraint, kernel: Kernel, C: np.ndarray,
     c : ndarray (m d^2,)
         The constant (-sign * offset for "value", else 0).
     """
-    Z = np.asarray(Z, dtype=np.float64)
-    m, p = Z.shape
-    s, d = constraint.sign, constraint.d
-    if constraint.kind == "value":
-        Kz = kernel(Z, C)  # (m, q)
-        A = np.hstack([np.ones((m, 1)), Z]) if fit_intercept else np.zeros((m, 0))
-        const = np.full(m, -s * constraint.offset)
-    elif constraint.kind == "derivative":
-        j = constraint.features[0]
-        Kz = kernel.gradient(Z, C)[:, :, j]
-        A = np.zeros((m, p + 1 if fit_intercept else 0))
-        if fit_intercept:
-            A[:, 1 + j] = 1.0
-        const = np.zeros(m)
-    else:
-        S = list(constraint.features)
-        Hs = kernel.hessian(Z, C)[:, :, S][:, :, :, S]  # (m, q, d, d)
-        Kz = Hs.transpose(0, 2, 3, 1).reshape(m * d * d, -1)
-        A = np.zeros((m * d * d, p + 1 if fit_intercept else 0))
-        const = np.zeros(m * d * d)
+    Kz, A, const = constraint_rows(constraint, kernel, C, Z)
+    if not fit_intercept:
+        A = A[:, :0]
     # k_z alpha = k_z R^{-1} v
     Kv = sla.solve_triangular(R, Kz.T, trans="T", lower=False).T
-    return s * np.hstack([A, Kv]), const
+    return constraint.sign * np.hstack([A, Kv]), constraint.sign * const
 
 
 @dataclass

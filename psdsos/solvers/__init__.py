@@ -3,7 +3,7 @@ steps in the metric of the generalized Hessian for small problems), CVXPY primal
 
 from psdsos.problems import BlockDualProblem, DualBlock, DualProblem
 from psdsos.solvers._dual import DualResult, solve_dual
-from psdsos.solvers._dual_newton import (
+from psdsos.solvers._dual_hessian import (
     dual_hessian,
     from_symmetric_coordinates,
     symmetric_basis,

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from psdsos._persistence import load_npz, register_loader, save_npz
+from psdsos._npz import load_npz, save_npz
+from psdsos._persistence import register_loader
 from psdsos._validation import PathLike, check_array_2d, check_saved_arrays, check_saved_meta
 from psdsos.features import ExactFeatures, NystromFeatures
 from psdsos.sos._maps import sos_evaluate

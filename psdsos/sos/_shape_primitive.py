@@ -51,6 +51,12 @@ from psdsos._validation import RandomStateLike, check_array_2d, check_random_sta
 from psdsos.features import ExactFeatures
 from psdsos.kernels import Kernel
 from psdsos.sos._box_certify import BoxCertificate, _check_box, kernel_constraint_certificate
+from psdsos.sos._constraint import (
+    KernelExpansion,
+    ShapeConstraint,
+    constraint_function,
+    constraint_rows,
+)
 from psdsos.sos._primitive import MAX_FEATURE_CONDITION, SoSBlock, _check_conditioning
 
 __all__ = ["ShapeConstraintBlock", "kernel_shape_constraint"]
@@ -146,21 +152,6 @@ def box_points(lo: np.ndarray, hi: np.ndarray, n_points: int, random_state: Rand
     return np.asarray(keep)
 
 
-def _rows(kernel: Kernel, kind: str, S: list[int], Z: np.ndarray,
-          C: np.ndarray) -> tuple[np.ndarray, int]:
-    """The kernel part of the functional at the points: rows (m t, q), t = d (d + 1) / 2,
-    row j t + k giving entry (iu_k, ju_k) (upper triangle, row-major) of g(z_j)."""
-    if kind == "value":
-        return kernel(Z, C), 1
-    if kind == "derivative":
-        return kernel.gradient(Z, C)[:, :, S[0]], 1
-    d = len(S)
-    iu, ju = np.triu_indices(d)
-    Sa = np.asarray(S)
-    H = kernel.hessian(Z, C)[:, :, Sa[iu], Sa[ju]]  # (m, q, t)
-    return H.transpose(0, 2, 1).reshape(-1, C.shape[0]), d
-
-
 def sos_features(kernel: Kernel, Z: np.ndarray, d: int) -> np.ndarray:
     """Exact kernel features of the points (rows), plus a constant feature when d = 1."""
     Phi = ExactFeatures(kernel).fit(Z).transform(Z)
@@ -216,15 +207,13 @@ class ShapeConstraintBlock:
         self.points = points
         self.random_state = random_state
         m, p = points.shape
-        Kz, d = _rows(kernel, kind, features, points, centers)
+        self._con = ShapeConstraint(kind, tuple(features), float(sign), float(offset))
+        d = self._con.d
         t = d * (d + 1) // 2
-        g = Kz @ coef  # (m t,)
-        if affine is not None and kind == "value":
-            g = g + affine[0] + points @ affine[1:]
-        elif affine is not None and kind == "derivative":
-            g = g + affine[1 + features[0]]
-        if kind == "value":
-            g = g - offset
+        Kz, A, c = constraint_rows(self._con, kernel, centers, points, packed=True)
+        g = Kz @ coef + c  # (m t,)
+        if affine is not None and kind != "hessian":
+            g = g + A @ affine
         self.expression = cp.reshape(sign * g, (m, t), order="C")
         # the features' conditioning is checked by kernel_shape_constraint
         self.block = SoSBlock(Phi, d=d, name=f"B_{kind}", max_condition=None)
@@ -263,13 +252,8 @@ class ShapeConstraintBlock:
                                for i in range(0, X.shape[0], rows)] or [np.zeros(0)])
 
     def _g(self, X: np.ndarray, a: np.ndarray, beta: np.ndarray) -> np.ndarray:
-        s, S, C = self.sign, self.features, self.centers
-        if self.kind == "value":
-            return s * (self.kernel(X, C) @ a + beta[0] + X @ beta[1:] - self.offset)
-        if self.kind == "derivative":
-            return s * (self.kernel.gradient(X, C)[:, :, S[0]] @ a + beta[1 + S[0]])
-        H = self.kernel.hessian_sum(X, C, a)[:, S][:, :, S]
-        return np.linalg.eigvalsh(s * H)[:, 0]
+        return constraint_function(KernelExpansion(self.kernel, self.centers, a, beta),
+                                   self._con, X, chunk=X.shape[0] or 1)
 
     def certify(self, coef_value: ArrayLike | None = None,
                 affine_value: ArrayLike | None = None, *, tol: float = 1e-2,

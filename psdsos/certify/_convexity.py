@@ -1,9 +1,8 @@
-r"""Where a :class:`~psdsos.estimators.ConvexRegressor` imposes convexity and how it checks it.
+"""The convexity certificate and deficit of a :class:`~psdsos.estimators.ConvexRegressor`.
 
-The constraint points (the default: greedy pivots of the kernel among the training points
-and the corners of the data's bounding box; Sobol points; given points) and the fit's
-certificate of convexity between them: the smallest Hessian eigenvalue over Sobol points of
-the data's bounding box (Corollary 7), relative to the curvature scale.
+The smallest Hessian eigenvalue over Sobol points of the data's bounding box (Corollary 7),
+relative to the curvature scale (the sampled deficit), and its proved lower bound over the
+whole box by the branch and bound (the certificate).
 """
 
 from __future__ import annotations
@@ -12,32 +11,15 @@ import numbers
 import warnings
 
 import numpy as np
-from scipy.stats import qmc
 from sklearn.utils.validation import check_is_fitted
 
-from psdsos._params import resolve_kernel
-from psdsos._validation import caller_stacklevel, check_array_2d, check_random_state
-from psdsos.estimators._weights import first_unique_rows
-from psdsos.features._features import _greedy_pivots
+from psdsos._validation import caller_stacklevel
+from psdsos.certify._placement import sobol_points
+from psdsos.sos._constraint import KernelExpansion, ShapeConstraint
 
-__all__ = ["NonConvexFitWarning", "RELATIVE_DEFICIT_TOL"]
+__all__ = ["NonConvexFitWarning", "fitted_box", "hessian_eigenvalues", "deficit",
+           "certificate_tol", "convexity_certificate", "certify_convexity"]
 
-#: Largest number of constraint points the default (``constraint_points=None``) uses with
-#: exact features; with Nystrom features of rank r it uses 2 r (see ConvexRegressor).
-AUTO_CONSTRAINT_POINTS = 100
-#: The default stops choosing constraint points once every other training point's residual
-#: kernel variance is below this fraction of k(x, x) (greedy pivoted Cholesky).
-AUTO_PIVOT_RTOL = 1e-6
-#: The default also offers the 2^d corners of the data's bounding box to the pivoting when
-#: n >= m_auto and 2^d <= this fraction of its m_auto points (d <= 5 with exact features):
-#: a fit constrained at training points only was non-convex near the box's faces and
-#: corners, where training points are sparse (see benchmarks/convex_regression.py).
-AUTO_CORNER_FRACTION = 0.5
-#: In d = 5 the default allows up to this many points when n >= 5 per point: 100 points
-#: left the fit non-convex on the data of eq. (30), 200 did not; with fewer training points
-#: per constraint point, or in d >= 6, more points cost time without certifying convexity
-#: (see docs/benchmarks.md).
-AUTO_CONSTRAINT_POINTS_D5 = 200
 #: A fit whose sampled convexity deficit (:meth:`ConvexRegressor.convexity_deficit` with
 #: ``relative=True``) exceeds this fraction of its curvature scale warns
 #: (:class:`NonConvexFitWarning`): beyond 1% the most negative curvature is a visible dent
@@ -45,10 +27,14 @@ AUTO_CONSTRAINT_POINTS_D5 = 200
 #: fit and predict_convexified removes it by moving f by eta/2 ||x||^2, a 1% change in
 #: curvature.
 RELATIVE_DEFICIT_TOL = 1e-2
+
+
 #: Floor of the curvature scale in convexity_deficit(relative=True), as a fraction of
 #: y_scale_ / x_scale_^2 (the data's own curvature unit): Hessians below it are rounding
 #: errors of an (affine to solver precision) fit (the dual's default tol is 1e-6).
 CURVATURE_FLOOR = 1e-6
+
+
 #: Sobol points of the training data's bounding box where convexity_deficit (and the fit's
 #: own certificate, convexity_deficit_) look for negative curvature.
 DEFICIT_POINTS = 4096
@@ -62,84 +48,6 @@ class NonConvexFitWarning(UserWarning):
     "certified") or sampled."""
 
 
-def auto_constraint_budget(n_samples, n_features, n_landmarks=None):
-    """Largest number of constraint points the default (``constraint_points=None``) uses.
-
-    ``2 * n_landmarks`` with Nystrom features; with exact features
-    :data:`AUTO_CONSTRAINT_POINTS` (100), and in d = 5 up to
-    :data:`AUTO_CONSTRAINT_POINTS_D5` (200) while n >= 5 points per constraint point.
-    """
-    if n_landmarks is not None:
-        return 2 * int(n_landmarks)
-    if n_features == 5:
-        return max(AUTO_CONSTRAINT_POINTS,
-                   min(AUTO_CONSTRAINT_POINTS_D5, int(n_samples) // 5))
-    return AUTO_CONSTRAINT_POINTS
-
-
-def sobol_points(lo, hi, n_points, random_state):
-    """Scrambled Sobol points in the box [lo, hi] (seeded)."""
-    rng = check_random_state(random_state)
-    sampler = qmc.Sobol(d=len(lo), scramble=True, seed=rng)
-    m = int(n_points)
-    U = sampler.random_base2(int(np.ceil(np.log2(max(m, 2)))))[:m]
-    return qmc.scale(U, lo, hi) if np.all(hi > lo) else lo + U * (hi - lo)
-
-
-class ConstraintPointsOption:
-    """The parameter check of ``constraint_points``."""
-
-    def check(self, name, value, owner):
-        if value is None:
-            return
-        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1:
-            return
-        if isinstance(value, str) and value == "train":
-            return
-        if hasattr(value, "__array__") or isinstance(value, (list, tuple)):
-            return
-        raise ValueError(
-            f"{name} of {owner} must be None or 'train' (the training points), a positive int "
-            f"(Sobol points in the data's bounding box) or an array (m, n_features), got {value!r}"
-        )
-
-
-def constraint_points(est, X, kernel=None, box=None, corner_fraction=AUTO_CORNER_FRACTION):
-    """The constraint points of ``est`` (see its parameter); ``box = (lo, hi)``: the data's
-    bounding box when X is only a sample of the rows (out-of-core fits)."""
-    cp_ = est.constraint_points
-    if cp_ is None:
-        # chosen among the distinct rows (first occurrences, in order): duplicated rows
-        # (integer sample weights) do not change the choice
-        if kernel is None:
-            kernel = resolve_kernel(est.kernel, est.sigma, X)
-        X = first_unique_rows(X)
-        m_auto = auto_constraint_budget(X.shape[0], X.shape[1], est.n_landmarks)
-        cand = X
-        p = X.shape[1]
-        if X.shape[0] >= m_auto and 2**p <= corner_fraction * m_auto:
-            lo, hi = (X.min(axis=0), X.max(axis=0)) if box is None else box
-            bits = (np.arange(2**p)[:, None] >> np.arange(p)) & 1
-            corners = np.unique(np.where(bits == 1, hi, lo), axis=0)
-            new = ~(corners[:, None, :] == X[None, :, :]).all(axis=2).any(axis=1)
-            cand = np.vstack([X, corners[new]])
-        idx = _greedy_pivots(kernel, cand, min(cand.shape[0], m_auto),
-                             check_random_state(est.random_state), rtol=AUTO_PIVOT_RTOL)
-        return X if len(idx) == cand.shape[0] == X.shape[0] else cand[idx]
-    if isinstance(cp_, str) and cp_ == "train":
-        return X
-    if isinstance(cp_, numbers.Integral):
-        lo, hi = (X.min(axis=0), X.max(axis=0)) if box is None else box
-        return sobol_points(lo, hi, cp_, est.random_state)
-    Z = check_array_2d(cp_, "constraint_points")
-    if Z.shape[1] != X.shape[1]:
-        raise ValueError(
-            f"constraint_points must have {X.shape[1]} columns (n_features), got {Z.shape[1]}"
-        )
-    return Z
-
-
-# ---- the certificate --------------------------------------------------------------------------
 def fitted_box(est):
     """The training data's bounding box (x_box_; the expansion points' in model files
     saved before it existed, where they were the training points)."""
@@ -178,6 +86,7 @@ def deficit(eig, relative, curvature_floor):
 #: Cells of the branch and bound behind ConvexRegressor's certificate_ (beyond: "sampled").
 CERTIFICATE_CELLS = 20000
 
+
 #: The certificate aims at a bound within this fraction of the curvature scale below
 #: the smallest eigenvalue found (see :func:`certificate_tol` for clean fits).
 CERTIFICATE_TOL = 1e-2
@@ -200,12 +109,10 @@ def convexity_certificate(est):
     """certificate_: {"convex[0,...]" or "concave[0,...]": ShapeCertificate}, a proved lower
     bound of lambda_min of the Hessian of the convex part (of -f when concave) over the box
     of the data, in the user's units (the certificate of ShapeConstrainedRegressor,
-    :func:`psdsos.estimators._shape_certify.certify_constraint`; the Gaussian kernel and
+    :func:`psdsos.certify._records.certify_constraint`; the Gaussian kernel and
     representation="approx"; "sampled" otherwise or beyond CERTIFICATE_CELLS)."""
-    from psdsos.estimators._convex_fit import unit_kernel
-    from psdsos.estimators._shape_certify import ShapeCertificate, certify_constraint
-    from psdsos.estimators._shape_fit import Fit
-    from psdsos.problems._shape import ShapeConstraint
+    from psdsos.certify._records import ShapeCertificate, certify_constraint
+    from psdsos.sos._constraint import unit_kernel
 
     p = est.coef_.shape[0]
     name = f"{'concave' if est.concave else 'convex'}[{','.join(map(str, range(p)))}]"
@@ -218,7 +125,7 @@ def convexity_certificate(est):
         # in the standardized units (kernel of bandwidth 1; Hessians y_scale_ / x_scale_^2
         # times smaller; the affine part has none): any magnitude of x and y
         unit = est.y_scale_ / est.x_scale_**2
-        fit = Fit(unit_kernel(est.kernel_), (est.X_fit_ - est.x_offset_) / est.x_scale_,
+        fit = KernelExpansion(unit_kernel(est.kernel_), (est.X_fit_ - est.x_offset_) / est.x_scale_,
                   est.alpha_ / est.y_scale_, np.zeros(0))
         box = tuple((b - est.x_offset_) / est.x_scale_ for b in fitted_box(est))
         bound, status, smin, n_cells, _ = certify_constraint(

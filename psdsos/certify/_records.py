@@ -1,24 +1,9 @@
-r"""Certificates of :class:`psdsos.ShapeConstrainedRegressor` and its certified-shape predictor.
+"""Certificate records of the shape constraints.
 
 A certificate is a lower bound of a constraint function g over the box of the training data
 (standardized units here; the estimator converts): proved by a branch and bound over cells
 (:func:`psdsos.sos.certify_box`) where it finishes ("certified"), else the smallest value the
 exchange's search and the covering found ("sampled": an estimate, not a proof).
-
-The certified-shape predictor adds to the fit the smallest correction that the certificates
-prove sufficient (all in standardized units u, on the box [lo, hi]):
-
-* ``derivative`` constraint in feature p with bound -e < 0: :math:`+ s\,e\,(u_p - a_p)`
-  (the slope in p moves by e in the constraint's direction);
-* ``hessian`` constraint on S with bound -e < 0: :math:`+ s\,\frac e2\sum_{p\in S}(u_p - a_p)^2`
-  (s Hess_S moves by e I), the anchor a_p at the end of [lo_p, hi_p] that keeps the slope of
-  the quadratic on the side of a monotonicity constraint in p (lo_p for increasing and convex
-  or decreasing and concave, hi_p for the other two), the centre otherwise;
-* bounds last: the corrected function's certified range (the bounds' certificates plus the
-  extreme values of the corrections, in closed form) is moved inside [lower, upper] by a
-  constant shift (one bound) or an increasing affine map of the values (both bounds), which
-  keeps every derivative and Hessian constraint (their functions are multiplied by a positive
-  number).
 """
 
 from __future__ import annotations
@@ -28,11 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from psdsos.estimators._shape_fit import Fit, constraint_function
-from psdsos.problems._shape import ShapeConstraint
 from psdsos.sos import kernel_constraint_certificate
+from psdsos.sos._constraint import KernelExpansion, ShapeConstraint, constraint_function
 
-__all__ = ["ShapeCertificate"]
+__all__ = ["ShapeCertificate", "certifiable", "certify_constraint", "constraint_scale"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +64,8 @@ class ShapeCertificate:
 #: MAX_HESSIAN_BLOCK features: a cell's bound visits the 2^|S| vertices of its linear model);
 #: beyond, the number of cells needed is out of reach and the certificate is "sampled".
 MAX_CERTIFIED_FEATURES = 8
+
+
 MAX_HESSIAN_BLOCK = 6
 
 
@@ -88,18 +74,19 @@ def certifiable(p: int, d: int) -> bool:
     return p <= MAX_CERTIFIED_FEATURES and d <= MAX_HESSIAN_BLOCK
 
 
-# ---- the certificate of one constraint -----------------------------------------------------------
 #: A constraint with a margin 0 < s < tol * scale at the samples first gets this fraction of
 #: the budget to prove g >= 0 outright (no correction at all; see :func:`certify_constraint`).
 ZERO_GOAL_FRACTION = 0.0625
+
+
 #: A constraint with a margin at the samples then gets this fraction of the budget for the
 #: goal ``s - tol * scale`` (a bound close to the margin: little or no correction), then
 #: the rest for the looser goal (see :func:`certify_constraint`).
 TIGHT_GOAL_FRACTION = 0.125
 
 
-def certify_constraint(fit: Fit, con: ShapeConstraint, box, sampled_min: float, scale: float,
-                       tol: float, max_cells: int, margin_goal: bool = True):
+def certify_constraint(fit: KernelExpansion, con: ShapeConstraint, box, sampled_min: float,
+                       scale: float, tol: float, max_cells: int, margin_goal: bool = True):
     """(bound, status, sampled_min, n_cells, argmin) of g over the box, standardized units.
 
     The branch and bound (:func:`psdsos.sos.kernel_constraint_certificate`) settles every
@@ -123,7 +110,7 @@ def certify_constraint(fit: Fit, con: ShapeConstraint, box, sampled_min: float, 
     its scale, the bound -0.76% and its correction raised the test error from 3.5e-5 to
     4.6e-5 of Var f.  ``n_cells`` counts every stage.  ``margin_goal=False``: one run at
     ``s - tol * scale`` (ConvexRegressor's certificate, whose
-    :func:`~psdsos.estimators._convex_certify.certificate_tol` sets tol from s, and whose
+    :func:`~psdsos.certify._convexity.certificate_tol` sets tol from s, and whose
     convexity deficit is the bound).
     "certified": every cell settled, ``bound`` is proved; "sampled": the budget ran out (or
     the kernel has no closed-form bound), ``bound`` is the smallest value found.
@@ -168,99 +155,8 @@ def certify_constraint(fit: Fit, con: ShapeConstraint, box, sampled_min: float, 
     return smin, "sampled", smin, used, argmin
 
 
-def constraint_scale(fit: Fit, con: ShapeConstraint, design: np.ndarray) -> float:
+def constraint_scale(fit: KernelExpansion, con: ShapeConstraint, design: np.ndarray) -> float:
     """The yardstick of the relative bound: mean |g| over the design, floored at 1e-2 (the
     standardized units' own scale is 1)."""
     g = constraint_function(fit, con, design)
     return max(float(np.mean(np.abs(g))), 1e-2)
-
-
-# ---- the certified-shape predictor -------------------------------------------------------------
-@dataclass
-class Correction:
-    """h(u) = scale * (f(u) + sum_p lin_p (u_p - a_p) + quad_p (u_p - a_p)^2) + shift."""
-
-    lin: np.ndarray
-    quad: np.ndarray
-    anchor: np.ndarray
-    scale: float = 1.0
-    shift: float = 0.0
-
-    @classmethod
-    def identity(cls, p: int) -> Correction:
-        return cls(np.zeros(p), np.zeros(p), np.zeros(p))
-
-    def terms(self, U):
-        """(value, gradient, diagonal Hessian) of the polynomial part at the rows of U."""
-        D = U - self.anchor
-        return (D @ self.lin + (D * D) @ self.quad, self.lin + 2.0 * self.quad * D,
-                2.0 * self.quad)
-
-    def range(self, lo, hi) -> tuple[float, float]:
-        """Min and max of the polynomial part over the box (separable: per coordinate, at
-        the ends or the vertex)."""
-        mn = mx = 0.0
-        for j in range(lo.shape[0]):
-            a, b, c = self.lin[j], self.quad[j], self.anchor[j]
-            cands = [lo[j] - c, hi[j] - c]
-            if b != 0.0:
-                v = -a / (2.0 * b)
-                if lo[j] - c <= v <= hi[j] - c:
-                    cands.append(v)
-            vals = [a * x + b * x * x for x in cands]
-            mn += min(vals)
-            mx += max(vals)
-        return mn, mx
-
-    def to_arrays(self) -> np.ndarray:
-        return np.vstack([self.lin, self.quad, self.anchor,
-                          np.full_like(self.lin, self.scale), np.full_like(self.lin, self.shift)])
-
-    @classmethod
-    def from_arrays(cls, A: np.ndarray) -> Correction:
-        return cls(A[0].copy(), A[1].copy(), A[2].copy(), float(A[3, 0]), float(A[4, 0]))
-
-
-def build_correction(constraints: list[ShapeConstraint], bounds: list[float], box) -> Correction:
-    """The smallest correction the bounds prove sufficient (module docstring); ``bounds``:
-    the certified (or sampled) lower bound of each constraint function, standardized."""
-    lo, hi = box
-    p = lo.shape[0]
-    corr = Correction.identity(p)
-    corr.anchor = 0.5 * (lo + hi)
-    mono = np.zeros(p)
-    for con in constraints:
-        if con.kind == "derivative":
-            mono[con.features[0]] = con.sign
-    for con, b in zip(constraints, bounds, strict=True):
-        e = max(0.0, -b)
-        if con.kind == "derivative" and e > 0:
-            corr.lin[con.features[0]] += con.sign * e
-        elif con.kind == "hessian":
-            for j in con.features:
-                if mono[j] != 0:
-                    corr.anchor[j] = lo[j] if mono[j] * con.sign > 0 else hi[j]
-            if e > 0:
-                corr.quad[list(con.features)] += con.sign * 0.5 * e
-    # the bounds, after the shape corrections
-    vlo = vhi = None
-    cmin, cmax = corr.range(lo, hi)
-    for con, b in zip(constraints, bounds, strict=True):
-        if con.kind != "value":
-            continue
-        if con.sign > 0:  # f >= offset: min(f + c) - offset >= b + cmin
-            vlo = (con.offset, b + cmin)
-        else:  # f <= offset: offset - max(f + c) >= b - cmax
-            vhi = (con.offset, b - cmax)
-    if vlo is not None and vhi is not None:
-        (L, bl), (U, bu) = vlo, vhi
-        if bl < 0 or bu < 0:
-            # values proved in [L + min(bl, 0), U - min(bu, 0)]: map that interval onto [L, U]
-            a, b_ = L + min(bl, 0.0), U - min(bu, 0.0)
-            corr.scale = (U - L) / (b_ - a)
-            corr.shift = L - corr.scale * a
-    elif vlo is not None and vlo[1] < 0:
-        corr.shift = -vlo[1]
-    elif vhi is not None and vhi[1] < 0:
-        corr.shift = vhi[1]
-    return corr
