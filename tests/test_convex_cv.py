@@ -215,7 +215,7 @@ def test_concave_and_holdout_split(monkeypatch):
     monkeypatch.setattr(mod, "HOLDOUT_MIN_SAMPLES", 50)
     est = ConvexRegressorCV(concave=True, random_state=0, **SMALL).fit(X, -y)
     assert est.n_splits_ == 1 and "split1_test_score" not in est.cv_results_
-    assert isinstance(est._splitter(60), ShuffleSplit)
+    assert isinstance(est._int_splitter(60)(3), ShuffleSplit)
     assert est.best_estimator_.concave
     assert np.all(np.linalg.eigvalsh(est.hessian(X)) <= 1e-8)
 
@@ -245,8 +245,8 @@ def test_weights_and_deterministic():
     ({"n_landmarks": (0,)}, "n_landmarks of ConvexRegressorCV must be 'auto'"),
     ({"n_landmarks": "all"}, "n_landmarks of ConvexRegressorCV must be 'auto'"),
     ({"holdout": 1.5}, "holdout"),
-    ({"cv": 1}, "cv must be an int in"),
-    ({"cv": "loo"}, "cv must be an int >= 2, a CV splitter"),
+    ({"cv": 1}, "cv must be an int >= 2"),
+    ({"cv": "lol"}, "cv must be 'loo', an int >= 2, a CV splitter"),
     ({"cv_tol": 0.0}, "cv_tol"),
     ({"max_refits": 0}, "max_refits"),
     ({"kernel": "exponential"}, "twice differentiable"),

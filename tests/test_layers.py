@@ -51,9 +51,11 @@ ALLOWED = {
     "certify": {"kernels", "features", "losses", "sos", "problems", "solvers"},
     "geometry": set(),
     "estimators": None,
+    "model_selection": None,
 }
 FORBIDDEN = {
-    "estimators": {"structured", "model_selection", "cli", "plotting"},
+    "estimators": {"structured", "cli", "plotting"},
+    "model_selection": {"estimators", "structured", "cli", "plotting"},
 }
 
 

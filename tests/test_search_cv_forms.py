@@ -209,3 +209,106 @@ def test_long_list_of_pairs_not_dumped(data):
         grid_search_cv(_est(), t, M, {"lam2": [1e-2]}, cv=pairs)
     message = str(info.value)
     assert message.startswith("cv split 50 ") and "19" in message and len(message) < 200
+
+
+# ---- the CV estimators read cv and scoring as grid_search_cv does -------------------------------
+def _cv_estimators():
+    from psdsos import ConvexRegressorCV, PSDRegressorCV, ShapeConstrainedRegressorCV
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.0, 1.0, (24, 1))
+    y = np.sqrt(X[:, 0] + 0.1) + 0.02 * rng.standard_normal(24)
+    t, M = make_bures_geodesic(12, random_state=3)
+    return [
+        (PSDRegressorCV(kernels=("gaussian",), sigmas=(0.5, 1.0), lam2s=(1e-2, 1e-4)), t, M),
+        (ConvexRegressorCV(sigmas=(2.0,), rhos=(1e-3, 1e-5), n_landmarks=(8,), concave=True,
+                           max_refits=1, random_state=0), X, y),
+        (ShapeConstrainedRegressorCV(increasing=True, sigmas=(1.0,), rhos=(1e-3, 1e-4),
+                                     lam2s=(1e-3,), max_refits=1, random_state=0), X, y),
+    ]
+
+
+CV_ESTIMATORS = _cv_estimators()
+CV_IDS = [type(e).__name__ for e, _, _ in CV_ESTIMATORS]
+
+
+@pytest.mark.parametrize("est, X, y", CV_ESTIMATORS, ids=CV_IDS)
+def test_cv_estimators_take_pairs_as_the_splitter_gives_them(est, X, y):
+    """cv as (train, test) pairs: the same search as the splitter that made them."""
+    from sklearn.base import clone
+
+    splitter = KFold(3, shuffle=True, random_state=1)
+    pairs = list(splitter.split(X))
+    a = clone(est).set_params(cv=splitter).fit(X, y)
+    b = clone(est).set_params(cv=pairs).fit(X, y)
+    np.testing.assert_array_equal(a.cv_results_["mean_test_score"],
+                                  b.cv_results_["mean_test_score"])
+    assert a.best_params_ == b.best_params_
+
+
+@pytest.mark.parametrize("est, X, y", CV_ESTIMATORS, ids=CV_IDS)
+def test_cv_estimators_name_a_bad_pair_without_dumping_it(est, X, y):
+    from sklearn.base import clone
+
+    n = len(X)
+    pairs = [(np.arange(0, n - 4), np.arange(n - 4, n))] * 2 + [(np.arange(5), np.arange(n + 3))]
+    with pytest.raises(ValueError) as info:
+        clone(est).set_params(cv=pairs).fit(X, y)
+    message = str(info.value)
+    assert message.startswith("cv split 2 ") and str(n + 2) in message, message
+    assert "[" not in message and len(message) < 200, message
+
+
+@pytest.mark.parametrize("est, X, y", CV_ESTIMATORS, ids=CV_IDS)
+@pytest.mark.parametrize("cv, match", [(1, "cv must be an int >= 2"),
+                                       ("kfold", "cv must be 'loo', an int >= 2, a CV splitter"),
+                                       (None, "got None")])
+def test_cv_estimators_refuse_what_grid_search_cv_refuses(est, X, y, cv, match):
+    from sklearn.base import clone
+
+    with pytest.raises(ValueError, match=match):
+        clone(est).set_params(cv=cv).fit(X, y)
+    with pytest.raises(ValueError, match=match):
+        grid_search_cv(_est(), *make_bures_geodesic(8, random_state=3), {"lam2": [1e-2]},
+                       cv=cv)
+
+
+def test_psd_regressor_cv_takes_the_scorer_names_of_grid_search_cv(data):
+    """scoring="neg_bures_wasserstein" (refused before) is the scorer object's search."""
+    from psdsos import PSDRegressorCV
+    from psdsos.model_selection import neg_bures_wasserstein_scorer
+
+    t, M = data
+    kw = {"kernels": ("gaussian",), "sigmas": (0.5, 1.0), "lam2s": (1e-2, 1e-4), "cv": 2}
+    by_name = PSDRegressorCV(scoring="neg_bures_wasserstein", **kw).fit(t, M)
+    by_object = PSDRegressorCV(scoring=neg_bures_wasserstein_scorer, **kw).fit(t, M)
+    np.testing.assert_array_equal(by_name.cv_results_["mean_test_score"],
+                                  by_object.cv_results_["mean_test_score"])
+    with pytest.raises(ValueError, match="scoring of PSDRegressorCV: scoring must be None, one"):
+        PSDRegressorCV(scoring="neg_nonsense", **kw).fit(t, M)
+
+
+def test_grid_search_cv_takes_scikit_learn_scorer_names():
+    """Scalar targets: scikit-learn's "neg_mean_squared_error" is psdsos's "neg_mse"."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, (16, 1))
+    y = np.sin(3 * X[:, 0]) + 2.0
+    grid = {"lam2": [1e-2, 1e-3]}
+    ours = grid_search_cv(_est(), X, y, grid, cv=2, scoring="neg_mse")
+    theirs = grid_search_cv(_est(), X, y, grid, cv=2, scoring="neg_mean_squared_error")
+    np.testing.assert_allclose(theirs.cv_results_["mean_test_score"],
+                               ours.cv_results_["mean_test_score"], rtol=1e-9)
+    with pytest.raises(ValueError, match="a scikit-learn scorer name"):
+        grid_search_cv(_est(), X, y, grid, cv=2, scoring="neg_nonsense")
+
+
+def test_shape_cv_checks_the_shapes_before_any_fit():
+    """A bad feature index is the parameter's ValueError, not "All the fits failed"."""
+    from psdsos import ShapeConstrainedRegressorCV
+
+    rng = np.random.default_rng(0)
+    X, y = rng.uniform(0.0, 1.0, (20, 2)), rng.standard_normal(20)
+    with pytest.raises(ValueError, match=r"increasing holds feature index 5, outside 0\.\.1"):
+        ShapeConstrainedRegressorCV(increasing=[5]).fit(X, y)
+    with pytest.raises(ValueError, match="lower must be < upper"):
+        ShapeConstrainedRegressorCV(lower=1.0, upper=0.0).fit(X, y)

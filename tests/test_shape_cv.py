@@ -182,9 +182,9 @@ def test_weights_and_deterministic():
     ({"rhos": (np.nan,)}, "rhos of ShapeConstrainedRegressorCV must hold finite"),
     ({"lam2s": (0.0,)}, "lam2s of ShapeConstrainedRegressorCV must hold finite numbers > 0"),
     ({"lam2s": 1e-3}, "lam2s of ShapeConstrainedRegressorCV must be a non-empty"),
-    ({"cv": 1}, "cv must be an int in"),
-    ({"cv": "loo"}, "cv must be an int >= 2 or a CV splitter"),
-    ({"cv": 100}, "cv must be an int in"),
+    ({"cv": 1}, "cv must be an int >= 2"),
+    ({"cv": "lol"}, "cv must be 'loo', an int >= 2, a CV splitter"),
+    ({"cv": 100}, "larger than the number of samples"),
     ({"increasing": "yes"}, "increasing"),
     ({"max_refits": 0}, "max_refits"),
 ])

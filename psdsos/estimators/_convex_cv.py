@@ -47,9 +47,10 @@ from psdsos.estimators._convex_path import (
     auto_ranks,
     is_certified_convex,
 )
-from psdsos.estimators._search_common import _SavedSearch, check_groups
+from psdsos.estimators._search_common import _SavedSearch
 from psdsos.estimators._shape import UncertifiedShapeWarning
 from psdsos.kernels import FeatureScaleWarning, Kernel, scale_bandwidth
+from psdsos.model_selection._folds import check_groups, cv_splits
 
 __all__ = ["ConvexRegressorCV"]
 
@@ -70,16 +71,6 @@ DEFAULT_RHOS = (1e-4, 1e-5, 1e-6, 1e-7)
 #: rows held out could not tell rho = 1e-6 from 1e-7 (test errors 5.6e-5 and 2.3e-5 of
 #: Var f), three folds could, in 2.1 times the time.
 HOLDOUT_MIN_SAMPLES = 200_000
-
-
-class _Splits:
-    """Given (train, test) index pairs, as a splitter."""
-
-    def __init__(self, splits: list) -> None:
-        self.splits = splits
-
-    def split(self, X: Any, y: Any = None, groups: Any = None) -> Any:
-        return iter(self.splits)  # groups are not used by explicit pairs (as scikit-learn)
 
 
 def _fit_path(base: ConvexRegressor, sigma: float, rank: int | None,
@@ -173,10 +164,12 @@ class ConvexRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
         100, 200, 400 with r <= 2 sqrt(n_train) and r * n_features <= 1000 (the rank grows
         with n; an iteration eigendecomposes an r n_features square matrix), exact
         features when none is.
-    cv : int, CV splitter or iterable of (train, test), default=3
+    cv : int, "loo", CV splitter or iterable of (train, test) pairs, default=3
         An int k: ``KFold(k, shuffle=True, random_state=random_state)``, or the single
-        hold-out split beyond 200,000 samples; or any object with ``split(X, y, groups)``
-        (``GroupKFold`` with ``fit(..., groups=g)``); or (train, test) index arrays.
+        hold-out split beyond 200,000 samples; ``"loo"``: ``LeaveOneOut()``; any object
+        with ``split(X, y, groups)`` (``GroupKFold`` with ``fit(..., groups=g)``); or the
+        (train, test) index arrays themselves.  The forms of
+        :func:`psdsos.model_selection.grid_search_cv`, checked the same way.
     holdout : float in (0, 1), default=0.2
         The share of the rows held out by the single split of large data.
     fit_intercept, concave
@@ -322,24 +315,14 @@ class ConvexRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
     def _seed(self) -> int:
         return int(cv_seed(self.random_state))
 
-    def _splitter(self, n: int) -> Any:
-        cv = self.cv
-        if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
-            if not 2 <= int(cv) <= n:
-                raise ValueError(f"cv must be an int in [2, n_samples = {n}] or a CV splitter, "
-                                 f"got {cv}")
+    def _int_splitter(self, n: int) -> Any:
+        """The splitter of an int cv = k: KFold(k) shuffled, or beyond HOLDOUT_MIN_SAMPLES
+        one hold-out split."""
+        def splitter(k: int) -> Any:
             if n > HOLDOUT_MIN_SAMPLES:
-                return ShuffleSplit(1, test_size=float(self.holdout),
-                                    random_state=self._seed())
-            return KFold(int(cv), shuffle=True, random_state=self._seed())
-        if hasattr(cv, "split") and not isinstance(cv, str):
-            return cv
-        if not isinstance(cv, str) and hasattr(cv, "__iter__"):  # (train, test) pairs
-            splits = list(cv)
-            if splits and all(len(s) == 2 for s in splits):
-                return _Splits(splits)
-        raise ValueError(f"cv must be an int >= 2, a CV splitter (an object with split) or "
-                         f"an iterable of (train, test) index arrays, got {cv!r}")
+                return ShuffleSplit(1, test_size=float(self.holdout), random_state=self._seed())
+            return KFold(k, shuffle=True, random_state=self._seed())
+        return splitter
 
     def _base(self, tol: float, max_iter: int, cls: type = ConvexRegressor) -> Any:
         return cls(self.kernel, lam1=self.lam1, fit_intercept=self.fit_intercept,
@@ -385,7 +368,7 @@ class ConvexRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
         groups = check_groups(groups, Xv.shape[0], sample_weight)
         warn_feature_scales(self, self.kernel, Xv)  # once here, not from every inner fit
         n, p = Xv.shape
-        folds = list(self._splitter(n).split(Xv, yv, groups))
+        folds = cv_splits(self.cv, Xv, yv, groups, int_splitter=self._int_splitter(n))
         n_train = min(len(tr) for tr, _ in folds)
         ranks = (auto_ranks(n_train, p) if isinstance(self.n_landmarks, str)
                  else [None] if self.n_landmarks is None

@@ -19,8 +19,7 @@ from numpy.typing import ArrayLike
 from scipy.stats import rankdata
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.metrics import get_scorer
-from sklearn.model_selection import KFold, LeaveOneOut, ParameterGrid
+from sklearn.model_selection import KFold, ParameterGrid
 
 # scikit-learn's Parallel: the caller's warning filters reach the workers (loky processes)
 from sklearn.utils.parallel import Parallel, delayed
@@ -40,9 +39,11 @@ from psdsos._validation import FloatArray, RandomStateLike, validate_data
 from psdsos.estimators._common import ITERATIVE_OPTIONS, cv_seed, fitted_input
 from psdsos.estimators._psd import NegativeTargetWarning, PSDRegressor, psd_sqrt_targets
 from psdsos.estimators._psd_path import _FULL_TOL_FACTOR, _fit_folds, _fit_path
-from psdsos.estimators._search_common import _SavedSearch, check_groups
+from psdsos.estimators._search_common import ScoringOption, _SavedSearch
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.kernels import FeatureScaleWarning, Kernel, scale_bandwidth
+from psdsos.model_selection._folds import check_groups, cv_splits
+from psdsos.model_selection._scoring import check_scoring
 from psdsos.solvers._dual_newton import AUTO_MAX_DIM
 
 __all__ = ["PSDRegressorCV"]
@@ -55,24 +56,6 @@ __all__ = ["PSDRegressorCV"]
 DEFAULT_KERNELS = ("gaussian", "matern52")
 DEFAULT_SIGMAS = (0.25, 0.5, 1.0, 2.0)
 DEFAULT_LAM2S = (1e-2, 1e-4, 1e-6, 1e-8)
-
-
-class _Scoring:
-    """None, a scikit-learn scorer name, or a callable ``(estimator, X, y) -> float``."""
-
-    def check(self, name: str, value: Any, owner: str) -> None:
-        if value is None or callable(value):
-            return
-        if isinstance(value, str):
-            try:
-                get_scorer(value)
-            except ValueError as exc:
-                raise ValueError(f"{name} of {owner} must be None, a scikit-learn scorer name "
-                                 f"or a callable (estimator, X, y) -> float, got {value!r} "
-                                 "(pass PSD-geometry scorers as objects)") from exc
-            return
-        raise ValueError(f"{name} of {owner} must be None, a scikit-learn scorer name or a "
-                         f"callable (estimator, X, y) -> float, got {value!r}")
 
 
 def _neg_mse(estimator: Any, X: ArrayLike, y: ArrayLike) -> float:
@@ -134,16 +117,18 @@ class PSDRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
         The Frobenius weights (the regularization path).
     lam1 : float >= 0, default=0.0
         The trace weight of every fit (not searched).
-    cv : int, "loo" or CV splitter, default=5
+    cv : int, "loo", CV splitter or iterable of (train, test) pairs, default=5
         An int k: ``KFold(k, shuffle=True, random_state=random_state)``; ``"loo"``:
-        ``LeaveOneOut()``; or any object with ``split(X, y, groups)`` (``GroupKFold`` with
-        ``fit(..., groups=g)``).
+        ``LeaveOneOut()``; any object with ``split(X, y, groups)`` (``GroupKFold`` with
+        ``fit(..., groups=g)``); or the (train, test) index arrays themselves.  The forms
+        of :func:`psdsos.model_selection.grid_search_cv`, checked the same way.
     scoring : None, str or callable, default=None
         None: minus the mean squared Frobenius error (above; defined on test folds of one
-        sample).  A callable ``scoring(estimator, X, y) -> float`` (higher is better), e.g.
-        a scikit-learn scorer from ``make_scorer`` or the PSD-geometry scorers of
-        :mod:`psdsos.model_selection`; a string is a scikit-learn scorer name (those
-        accept 1-D targets only).
+        sample).  A name of :func:`psdsos.model_selection.grid_search_cv` (``"neg_mse"``,
+        ``"neg_bures_wasserstein"``, ``"neg_affine_invariant"``, ``"neg_log_euclidean"``,
+        ``"score"``, or for scalar targets a scikit-learn scorer name), or a callable
+        ``scoring(estimator, X, y) -> float`` (higher is better), e.g. a scikit-learn
+        scorer from ``make_scorer``.
     tol, max_iter : float, int, default=1e-7, 10000
         Solver settings of the refit on all the data.
     cv_tol : float, default=1e-5
@@ -229,7 +214,7 @@ class PSDRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
         "sigmas": PositiveGrid(),
         "lam2s": PositiveGrid(),
         "lam1": Interval(numbers.Real, 0.0, None),
-        "scoring": _Scoring(),
+        "scoring": ScoringOption(),
         "tol": ITERATIVE_OPTIONS["tol"],
         "max_iter": ITERATIVE_OPTIONS["max_iter"],
         "cv_tol": Interval(numbers.Real, 0.0, None, closed="neither"),
@@ -262,28 +247,9 @@ class PSDRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
         self.verbose = verbose
         self.target = target
 
-    def _splitter(self, n: int) -> Any:
-        cv = self.cv
-        if isinstance(cv, str):
-            if cv.lower() == "loo":
-                return LeaveOneOut()
-            raise ValueError(f"cv must be an int >= 2, 'loo' or a CV splitter, got {cv!r}")
-        if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
-            if not 2 <= int(cv) <= n:
-                raise ValueError(f"cv must be an int in [2, n_samples = {n}], 'loo' or a CV "
-                                 f"splitter, got {cv}")
-            return KFold(int(cv), shuffle=True, random_state=cv_seed(self.random_state))
-        if hasattr(cv, "split"):
-            return cv
-        raise ValueError(f"cv must be an int >= 2, 'loo' or a CV splitter (an object with "
-                         f"split), got {cv!r}")
-
     def _scorer(self) -> Callable[..., float]:
-        if self.scoring is None:
-            return _neg_mse
-        if isinstance(self.scoring, str):
-            return get_scorer(self.scoring)
-        return self.scoring
+        scorer = check_scoring(self.scoring)[0]
+        return _neg_mse if scorer is None else scorer
 
     def _base(self, tol: float, max_iter: int) -> PSDRegressor:
         return PSDRegressor(lam1=self.lam1, tol=tol, max_iter=max_iter, target=self.target)
@@ -324,7 +290,9 @@ class PSDRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
             check_sample_weight(sample_weight, Xv, M, min_positive=2)
             w = _check_sample_weight(sample_weight, Xv)
         groups = check_groups(groups, n)  # every row kept, those of weight 0 too
-        folds = list(self._splitter(n).split(Xv, M, groups))
+        seed = cv_seed(self.random_state)
+        folds = cv_splits(self.cv, Xv, M, groups,
+                          int_splitter=lambda k: KFold(k, shuffle=True, random_state=seed))
         # the targets the model fits: the roots with target="sqrt" (warned about once here)
         M_fit = Mv if self.target != "sqrt" else psd_sqrt_targets(Mv)
         M_fit = M_fit[:, 0, 0] if scalar else M_fit

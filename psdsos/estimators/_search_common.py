@@ -14,44 +14,25 @@ import numbers
 from typing import Any, ClassVar
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from psdsos._persistence import SavedEstimator, embed_estimator, kernel_by_name, load_embedded
 from psdsos._validation import PathLike
 from psdsos.kernels import Kernel, get_kernel
+from psdsos.model_selection._folds import _describe as describe
+from psdsos.model_selection._scoring import check_scoring
 
 __all__: list[str] = []
 
 
-def check_groups(groups: ArrayLike | None, n_samples: int,
-                 sample_weight: ArrayLike | None = None) -> np.ndarray | None:
-    """The group labels of a CV estimator's ``fit``, one per row of X.
+class ScoringOption:
+    """The parameter check of a CV estimator's ``scoring``: the forms of
+    :func:`psdsos.model_selection.grid_search_cv` (:func:`check_scoring`)."""
 
-    Parameters
-    ----------
-    groups : array-like of shape (n_samples,) or None
-    n_samples : int
-        Rows of the validated X (after the rows of weight 0 were dropped, if they were).
-    sample_weight : array-like, optional
-        The weights as given (already validated): where ``fit`` dropped the rows of weight
-        0, pass them, and the same rows of ``groups`` are dropped; else None.
-
-    Raises
-    ------
-    ValueError
-        ``groups`` not of shape (n_samples,) (n_samples counting the rows of weight 0).
-    """
-    if groups is None:
-        return None
-    g = np.asarray(groups)
-    w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-    n = n_samples if w is None or w.ndim == 0 else w.shape[0]
-    if g.ndim != 1 or g.shape[0] != n:
-        raise ValueError(f"groups must hold one label per sample: expected shape ({n},), "
-                         f"got shape {g.shape}")
-    if w is not None and w.ndim == 1:
-        g = g[w > 0]
-    return g
+    def check(self, name: str, value: Any, owner: str) -> None:
+        try:
+            check_scoring(value)
+        except ValueError as exc:
+            raise ValueError(f"{name} of {owner}: {exc}") from None
 
 
 # ---- the files -------------------------------------------------------------------------------
@@ -239,7 +220,8 @@ class _SavedSearch(SavedEstimator):
             params["cv"] = None
             spec = _splitter_spec(cv)
             if spec is None:
-                unsaved["cv"] = repr(cv)
+                # a splitter by its repr; (train, test) pairs described, never dumped
+                unsaved["cv"] = repr(cv) if hasattr(cv, "split") else describe(cv)
             else:
                 meta["cv_splitter"] = spec
         scoring = getattr(self, "scoring", None)

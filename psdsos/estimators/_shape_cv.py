@@ -26,11 +26,12 @@ from psdsos._persistence import register_loadable
 from psdsos._validation import FloatArray, RandomStateLike
 from psdsos.estimators._common import ITERATIVE_OPTIONS, cv_seed, fitted_input
 from psdsos.estimators._convex_fit import check_fit_input
-from psdsos.estimators._search_common import _SavedSearch, check_groups
+from psdsos.estimators._search_common import _SavedSearch
 from psdsos.estimators._shape import ShapeConstrainedRegressor, UncertifiedShapeWarning
-from psdsos.estimators._shape_fit import SHAPE_OPTIONS
+from psdsos.estimators._shape_fit import SHAPE_OPTIONS, check_shapes
 from psdsos.kernels import FeatureScaleWarning, Kernel, scale_bandwidth
 from psdsos.losses import get_loss
+from psdsos.model_selection._folds import check_groups, cv_splits
 
 __all__ = ["ShapeConstrainedRegressorCV"]
 
@@ -107,11 +108,13 @@ class ShapeConstrainedRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
         None: each ``rho`` paired with ``lam2 = min(rho, 1e-7)`` (a lam2 below rho buys no
         accuracy, one above it biases the constraint functions); a sequence: the full
         product with ``sigmas`` and ``rhos``.
-    cv : int or CV splitter, default=3
+    cv : int, "loo", CV splitter or iterable of (train, test) pairs, default=3
         An int k: ``KFold(k, shuffle=True, random_state=random_state)`` (shuffled: data
-        sorted by a feature would otherwise be extrapolated fold by fold); or any object
-        with ``split(X, y, groups)`` (e.g. ``KFold``, or ``GroupKFold`` with
-        ``fit(..., groups=g)``).
+        sorted by a feature would otherwise be extrapolated fold by fold); ``"loo"``:
+        ``LeaveOneOut()``; any object with ``split(X, y, groups)`` (e.g. ``KFold``, or
+        ``GroupKFold`` with ``fit(..., groups=g)``); or the (train, test) index arrays
+        themselves.  The forms of :func:`psdsos.model_selection.grid_search_cv`, checked
+        the same way.
     fit_intercept, max_exchange, max_cells, extrapolation
         As in :class:`ShapeConstrainedRegressor`, for every fit (the held-out folds are
         predicted with the same extrapolation as the final model).
@@ -295,18 +298,6 @@ class ShapeConstrainedRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
             return int(self.cv_max_iter)
         return CV_MAX_ITER if self.loss == "squared" else CV_MAX_ITER_LOSS
 
-    def _splitter(self, n: int) -> Any:
-        cv = self.cv
-        if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
-            if not 2 <= int(cv) <= n:
-                raise ValueError(f"cv must be an int in [2, n_samples = {n}] or a CV splitter, "
-                                 f"got {cv}")
-            return KFold(int(cv), shuffle=True, random_state=cv_seed(self.random_state))
-        if hasattr(cv, "split") and not isinstance(cv, str):
-            return cv
-        raise ValueError(f"cv must be an int >= 2 or a CV splitter (an object with split), "
-                         f"got {cv!r}")
-
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None,
             groups: ArrayLike | None = None) -> ShapeConstrainedRegressorCV:
         """Search the grid by CV, then refit the best candidates with certificates.
@@ -341,6 +332,11 @@ class ShapeConstrainedRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
         groups = check_groups(groups, Xv.shape[0], sample_weight)
         warn_feature_scales(self, self.kernel, Xv)  # once here, not from every inner fit
         base = self._base(Xv.shape[1])
+        # the shapes (feature indices, bounds) here, not as the failure of every CV fit
+        check_shapes(self, Xv.shape[1])
+        seed = cv_seed(self.random_state)
+        folds = cv_splits(self.cv, Xv, yv, groups,
+                          int_splitter=lambda k: KFold(k, shuffle=True, random_state=seed))
         scale = scale_bandwidth(Xv)
         factor = {float(m) * scale: float(m) for m in self.sigmas}
         rhos = [float(r) for r in self.rhos]
@@ -351,7 +347,7 @@ class ShapeConstrainedRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
             grid = {"sigma": list(factor), "rho": rhos,
                     "lam2": [float(v) for v in self.lam2s]}
         search = GridSearchCV(base, grid, scoring="neg_mean_squared_error",
-                              cv=self._splitter(Xv.shape[0]), n_jobs=self.n_jobs, refit=False,
+                              cv=folds, n_jobs=self.n_jobs, refit=False,
                               error_score=np.nan, verbose=int(self.verbose))
         with warnings.catch_warnings(record=True) as caught:
             # CV fits stopped at cv_max_iter keep their score (documented); counted when

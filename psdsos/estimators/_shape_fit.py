@@ -72,8 +72,9 @@ def constraint_name(kind: str, features: list[int]) -> str:
     return kind if not features else f"{kind}[{','.join(str(j) for j in features)}]"
 
 
-def parse_constraints(est: Any, p: int) -> list[ShapeConstraint]:
-    """The constraints of the parameters, in standardized units (offsets of the bounds)."""
+def check_shapes(est: Any, p: int) -> tuple[list[int], list[int], list[int], list[int]]:
+    """The features of increasing, decreasing, convex and concave, checked against p
+    features and each other, and lower < upper (ValueError naming the parameter)."""
     inc = feature_list(est.increasing, "increasing", p)
     dec = feature_list(est.decreasing, "decreasing", p)
     cvx = feature_list(est.convex, "convex", p)
@@ -86,6 +87,15 @@ def parse_constraints(est: Any, p: int) -> list[ShapeConstraint]:
     if both:
         raise ValueError(f"features {both} are both convex and concave (the fit would be affine "
                          "in them); drop them from one of the lists")
+    lo, hi = est.lower, est.upper
+    if lo is not None and hi is not None and not lo < hi:
+        raise ValueError(f"lower must be < upper, got lower={lo!r}, upper={hi!r}")
+    return inc, dec, cvx, ccv
+
+
+def parse_constraints(est: Any, p: int) -> list[ShapeConstraint]:
+    """The constraints of the parameters, in standardized units (offsets of the bounds)."""
+    inc, dec, cvx, ccv = check_shapes(est, p)
     out = [ShapeConstraint("derivative", (j,), 1.0, name=constraint_name("increasing", [j]))
            for j in inc]
     out += [ShapeConstraint("derivative", (j,), -1.0, name=constraint_name("decreasing", [j]))
@@ -97,8 +107,6 @@ def parse_constraints(est: Any, p: int) -> list[ShapeConstraint]:
         out.append(ShapeConstraint("hessian", tuple(ccv), -1.0,
                                    name=constraint_name("concave", ccv)))
     lo, hi = est.lower, est.upper
-    if lo is not None and hi is not None and not lo < hi:
-        raise ValueError(f"lower must be < upper, got lower={lo!r}, upper={hi!r}")
     if lo is not None:
         out.append(ShapeConstraint("value", (), 1.0, (lo - est.y_offset_) / est.y_scale_,
                                    name="lower"))

@@ -15,7 +15,8 @@
   :func:`mean_squared_log_euclidean` (for ``sklearn.metrics.make_scorer``); the last two
   floor the eigenvalues at ``EIG_FLOOR`` times the targets' largest one.
 
-Imports psdsos.estimators, psdsos.geometry and lower layers only.
+Imports psdsos.certify, psdsos.geometry and lower layers only: the CV estimators of
+:mod:`psdsos.estimators` read their ``cv`` and ``scoring`` here.
 """
 
 from psdsos.model_selection._grids import paper_grid_convex, paper_grid_psd, relative_sigmas

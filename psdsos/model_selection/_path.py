@@ -19,7 +19,7 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
-from psdsos.estimators import RELATIVE_DEFICIT_TOL, NonConvexFitWarning
+from psdsos.certify import RELATIVE_DEFICIT_TOL, NonConvexFitWarning
 from psdsos.kernels import FeatureScaleWarning
 
 #: Parameters swept along a path inside one job, outermost first.  Each is sorted from

@@ -20,10 +20,12 @@ predictions may be singular: both arguments get their eigenvalues clipped below 
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
+from sklearn.metrics import get_scorer
 from sklearn.utils.validation import _check_sample_weight
 
 from psdsos._validation import check_psd_targets
@@ -31,6 +33,7 @@ from psdsos.geometry import bures_wasserstein_distance_squared, check_psd
 
 __all__ = [
     "EIG_FLOOR",
+    "check_scoring",
     "mean_squared_affine_invariant",
     "mean_squared_bures_wasserstein",
     "mean_squared_log_euclidean",
@@ -431,15 +434,33 @@ _SCORERS = {
 }
 
 
-def _check_scoring(scoring):
+def check_scoring(scoring: Any) -> tuple[Callable[..., float] | None, str]:
+    """(scorer, name) of ``scoring``, the same forms for every search of psdsos.
+
+    ``None`` gives (None, "score"): the caller's default.  A name is one of psdsos's
+    scorers (``"neg_mse"``, ``"neg_bures_wasserstein"``, ``"neg_affine_invariant"``,
+    ``"neg_log_euclidean"``, ``"score"``) or, for scalar targets, a scikit-learn scorer name
+    (``"neg_mean_squared_error"``, ``"r2"``, ...); a callable ``(estimator, X, y) ->
+    float`` (higher is better) is used as given.
+
+    Raises
+    ------
+    ValueError
+        Any other value, naming the accepted forms.
+    """
     if scoring is None:
         return None, "score"
     if callable(scoring):
         return scoring, "callable"
-    if isinstance(scoring, str) and scoring in _SCORERS:
-        return _SCORERS[scoring], scoring
+    if isinstance(scoring, str):
+        if scoring in _SCORERS:
+            return _SCORERS[scoring], scoring
+        try:
+            return get_scorer(scoring), scoring
+        except ValueError:
+            pass
     names = ", ".join(repr(k) for k in _SCORERS)
     raise ValueError(
-        f"scoring must be None, one of {names} or a callable (estimator, X, M) -> float, "
-        f"got {scoring!r}"
+        f"scoring must be None, one of {names}, a scikit-learn scorer name or a callable "
+        f"(estimator, X, y) -> float, got {scoring!r}"
     )

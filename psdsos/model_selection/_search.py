@@ -35,16 +35,16 @@ from joblib import Parallel, delayed, parallel_config
 from numpy.typing import ArrayLike
 from sklearn.base import clone, is_regressor
 from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
-from sklearn.model_selection import KFold, LeaveOneOut, ParameterGrid
+from sklearn.model_selection import ParameterGrid
 from sklearn.utils.validation import _check_sample_weight
 
-from psdsos.estimators import RELATIVE_DEFICIT_TOL, NonConvexFitWarning
-from psdsos.estimators._search_common import check_groups
+from psdsos.certify import RELATIVE_DEFICIT_TOL, NonConvexFitWarning
+from psdsos.model_selection._folds import cv_splits
 from psdsos.model_selection._path import _SILENCED, PATH_PARAMS, _fit_path, _group_candidates
 from psdsos.model_selection._path import _path_order as _path_order
 from psdsos.model_selection._progress import check_verbose, progress_bar
 from psdsos.model_selection._result import SearchResult, _cv_results
-from psdsos.model_selection._scoring import _check_scoring, _default_score
+from psdsos.model_selection._scoring import _default_score, check_scoring
 
 __all__ = ["grid_search_cv"]
 
@@ -87,120 +87,12 @@ def _check_grid(param_grid, estimator):
     return list(ParameterGrid(grids))
 
 
-
-def _describe(obj):
-    """A short description of a value for an error message (never a dump of arrays)."""
-    if obj is None or isinstance(obj, (bool, numbers.Number, str)):
-        return repr(obj)
-    if isinstance(obj, np.ndarray):
-        return f"an array of shape {obj.shape} and dtype {obj.dtype}"
-    if hasattr(obj, "__len__"):
-        try:
-            return f"a {type(obj).__name__} of length {len(obj)}"
-        except TypeError:
-            pass
-    return f"an object of type {type(obj).__name__}"
-
-
-_CV_FORMS = ("cv must be 'loo', an int >= 2, a CV splitter (an object with split) or an "
-             "iterable of (train, test) index arrays")
-
-
-def _check_cv(cv, n):
-    """A splitter (an object with ``split``), or the list of (train, test) pairs of an
-    iterable of pairs (a generator is consumed here, once)."""
-    if isinstance(cv, str):
-        if cv.lower() != "loo":
-            raise ValueError(f"{_CV_FORMS}, got {cv!r}")
-        if n < 2:
-            raise ValueError(f"cv='loo' needs at least 2 samples, got {n}")
-        return LeaveOneOut()
-    if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
-        if cv < 2:
-            raise ValueError(f"cv must be an int >= 2 (number of folds), got {cv}")
-        if cv > n:
-            raise ValueError(
-                f"cv={cv} folds is larger than the number of samples n={n}; use cv <= {n} "
-                "or cv='loo'"
-            )
-        return KFold(int(cv))
-    if hasattr(cv, "split"):
-        return cv
-    if isinstance(cv, (bool, numbers.Number, bytes, dict)) or cv is None:
-        raise ValueError(f"{_CV_FORMS}, got {_describe(cv)}")
-    try:
-        pairs = list(cv)
-    except TypeError:
-        raise ValueError(f"{_CV_FORMS}, got {_describe(cv)}") from None
-    if not pairs:
-        raise ValueError("cv is an empty iterable: give at least one (train, test) pair")
-    return pairs
-
-
-def _check_indices(idx, n, k, which):
-    """``idx`` (split k's train or test part) as an array of row indices in [0, n); a
-    boolean mask of length n becomes the indices it selects."""
-    where = f"cv split {k} (counting from 0)"
-    try:
-        a = np.asarray(idx)
-    except (TypeError, ValueError):
-        raise ValueError(f"{where}: the {which} indices are not an array of integers, got "
-                         f"{_describe(idx)}") from None
-    if a.ndim != 1:
-        raise ValueError(f"{where}: the {which} indices must be a 1-D array of row indices, "
-                         f"got {_describe(a)}")
-    if a.size == 0:
-        raise ValueError(f"{where}: the {which} set is empty; every split needs at least one "
-                         f"{which} row")
-    if a.dtype == bool:
-        if len(a) != n:
-            raise ValueError(f"{where}: the {which} part is a boolean mask of length {len(a)}, "
-                             f"but there are n = {n} samples")
-        a = np.flatnonzero(a)
-        if a.size == 0:
-            raise ValueError(f"{where}: the {which} mask selects no row; every split needs at "
-                             f"least one {which} row")
-        return a
-    if not np.issubdtype(a.dtype, np.integer):
-        raise ValueError(f"{where}: the {which} indices must be integers, got dtype {a.dtype}")
-    lo, hi = int(a.min()), int(a.max())
-    if lo < 0 or hi >= n:
-        bad = lo if lo < 0 else hi
-        raise ValueError(f"{where}: the {which} indices hold {bad}, outside 0..{n - 1} "
-                         f"(n = {n} samples)")
-    return a.astype(np.intp, copy=False)
-
-
-def _splits(cv, X, M, groups):
-    """The validated list of (train, test) index arrays of ``cv``."""
-    n = len(X)
-    groups = check_groups(groups, n)
-    splitter = _check_cv(cv, n)
-    if isinstance(splitter, list):
-        raw = splitter  # groups are not used by explicit pairs (as scikit-learn)
-    elif groups is None:
-        raw = list(splitter.split(X, M))
-    else:
-        raw = list(splitter.split(X, M, groups))
-    if not raw:
-        raise ValueError("cv produced no splits")
-    splits = []
-    for k, pair in enumerate(raw):
-        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
-            raise ValueError(f"cv split {k} (counting from 0) must be a (train, test) pair of "
-                             f"index arrays, got {_describe(pair)}")
-        tr, te = pair
-        splits.append((_check_indices(tr, n, k, "train"), _check_indices(te, n, k, "test")))
-    return splits
-
-
 def _check_error_score(error_score):
     if isinstance(error_score, str) and error_score == "raise":
         return error_score
     if isinstance(error_score, numbers.Real) and not isinstance(error_score, bool):
         return float(error_score)
     raise ValueError(f"error_score must be 'raise' or a number, got {error_score!r}")
-
 
 
 # ----------------------------------------------------------------------------------------
@@ -259,8 +151,9 @@ def grid_search_cv(estimator: Any, X: ArrayLike, M: ArrayLike,
         ``"neg_mse"``: :func:`neg_mse_scorer`.  For PSD targets, the geometry they are
         judged by: ``"neg_bures_wasserstein"``, ``"neg_affine_invariant"``,
         ``"neg_log_euclidean"`` (:func:`neg_bures_wasserstein_scorer` and its siblings:
-        negated mean squared distances).  A callable ``(estimator, X, M) -> float``.
-        Higher is better.
+        negated mean squared distances).  For scalar targets, a scikit-learn scorer name
+        (``"neg_mean_squared_error"``, ...).  A callable ``(estimator, X, M) -> float``.
+        Higher is better.  The CV estimators take the same forms.
     n_jobs : int or None, default=None
         Parallel jobs (joblib semantics: None is 1 outside a ``parallel_config`` context,
         -1 all cores).  Results do not depend on it.
@@ -347,7 +240,7 @@ def grid_search_cv(estimator: Any, X: ArrayLike, M: ArrayLike,
     if not hasattr(estimator, "fit") or not hasattr(estimator, "get_params"):
         raise ValueError(f"estimator must be a scikit-learn estimator, got {estimator!r}")
     candidates = _check_grid(param_grid, estimator)
-    scorer, scoring_name = _check_scoring(scoring)
+    scorer, scoring_name = check_scoring(scoring)
     if scorer is None:
         scorer = _default_score
     error_score = _check_error_score(error_score)
@@ -371,7 +264,7 @@ def grid_search_cv(estimator: Any, X: ArrayLike, M: ArrayLike,
     if sample_weight is not None:
         sample_weight = _check_sample_weight(sample_weight, X.reshape(n, -1),
                                              dtype=np.float64, ensure_non_negative=True)
-    splits = _splits(cv, X, M, groups)
+    splits = cv_splits(cv, X, M, groups)
     n_splits = len(splits)
     if scoring_name == "score" and is_regressor(estimator) and min(len(te) for _, te in splits) < 2:
         warnings.warn(
