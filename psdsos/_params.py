@@ -11,6 +11,7 @@ in ``fit`` (and :func:`psdsos.load` calls it on a saved file's parameters).
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
@@ -115,6 +116,37 @@ class RandomState:
             f"got {value!r}"
         )
 
+
+#: The default of a renamed parameter's old name: "not given".
+DEPRECATED = "deprecated"
+
+
+class Renamed:
+    """The check of a renamed parameter's old name: ``"deprecated"`` (not given), or a value
+    that the new name's check accepts (reported under the old name)."""
+
+    def __init__(self, new_name, constraint):
+        self.new_name, self.constraint = new_name, constraint
+
+    def check(self, name, value, owner):
+        if isinstance(value, str) and value == DEPRECATED:
+            return
+        self.constraint.check(name, value, owner)
+
+
+def renamed_value(estimator, old, new, version="0.3", convert=None):
+    """The value of the parameter ``new``, or of its old name ``old`` when that was given:
+    then a FutureWarning says to use ``new`` (the old name is removed in ``version``).
+    ``convert`` maps an old value to the new name's meaning."""
+    value = getattr(estimator, old)
+    if isinstance(value, str) and value == DEPRECATED:
+        return getattr(estimator, new)
+    owner = type(estimator).__name__
+    warnings.warn(f"{old} of {owner} is renamed {new} (the same name as in the other "
+                  f"estimators) and will be removed in psdsos {version}; use {new}"
+                  + ("" if convert is None else f"={convert(value)!r}"),
+                  FutureWarning, stacklevel=3)
+    return value if convert is None else convert(value)
 
 
 def validate_params(estimator):

@@ -44,7 +44,7 @@ def test_matches_dense_formulation(n, d, seed):
 
 def test_scs_solver_matches_dense_to_its_accuracy():
     X, y = make_convex_regression(30, 2, b=2.0, noise=0.3, random_state=0)
-    m = PiecewiseLinearConvexRegressor(solver="SCS").fit(X, y)
+    m = PiecewiseLinearConvexRegressor(primal_solver="SCS").fit(X, y)
     theta, _, obj = _solve_dense(X, y)
     np.testing.assert_allclose(m.theta_, theta, atol=1e-5 * np.std(y))
     assert abs(m.objective_ - obj) <= 1e-6 * obj
@@ -229,8 +229,8 @@ def test_concave_is_the_negation():
 
 def test_convergence_warning():
     X, y = make_convex_regression(60, 2, b=2.0, noise=0.3, random_state=0)
-    with pytest.warns(ConvergenceWarning, match="max_rounds"):
-        m = PiecewiseLinearConvexRegressor(max_rounds=1).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="max_exchange"):
+        m = PiecewiseLinearConvexRegressor(max_exchange=0).fit(X, y)
     assert m.n_rounds_ == 1 and m.max_violation_ > m.tol * np.std(y)
 
 
@@ -307,8 +307,10 @@ def test_bad_data_raises():
 @pytest.mark.parametrize("params, name", [
     ({"tol": 0.0}, "tol"),
     ({"tol": -1e-3}, "tol"),
+    ({"max_exchange": -1}, "max_exchange"),
+    ({"max_exchange": 2.5}, "max_exchange"),
     ({"max_rounds": 0}, "max_rounds"),
-    ({"max_rounds": 2.5}, "max_rounds"),
+    ({"primal_solver": "OSQP"}, "primal_solver"),
     ({"solver": "OSQP"}, "solver"),
     ({"concave": "yes"}, "concave"),
     ({"n_neighbors": 0}, "n_neighbors"),
@@ -339,3 +341,20 @@ EXPECTED_FAILED_CHECKS = {
                          expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_old_parameter_names_warn_and_mean_the_same():
+    """max_rounds = k is max_exchange = k - 1 and solver is primal_solver, with a
+    FutureWarning naming the new name; the fits are equal."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, (40, 2))
+    y = np.sum(X**2, axis=1) + 0.05 * rng.standard_normal(40)
+    new = PiecewiseLinearConvexRegressor(max_exchange=4, primal_solver="CLARABEL").fit(X, y)
+    with pytest.warns(FutureWarning, match="max_rounds of PiecewiseLinearConvexRegressor is "
+                                           "renamed max_exchange .* use max_exchange=4"):
+        old = PiecewiseLinearConvexRegressor(max_rounds=5).fit(X, y)
+    np.testing.assert_array_equal(old.theta_, new.theta_)
+    assert old.n_rounds_ == new.n_rounds_
+    with pytest.warns(FutureWarning, match="solver of PiecewiseLinearConvexRegressor is "
+                                           "renamed primal_solver"):
+        PiecewiseLinearConvexRegressor(solver="CLARABEL").fit(X, y)

@@ -73,10 +73,11 @@ def test_certificate_is_the_full_scan(screening):
 
 
 def test_last_round_is_tight_and_warns(screening, capsys):
-    # max_rounds = 2: a screening round, then the final round is tight whatever the violations
+    # max_exchange = 1 (two rounds): a screening round, then the final round is tight
+    # whatever the violations
     X, y = make_convex_regression(200, 2, b=2.0, noise=0.3, random_state=0)
-    with pytest.warns(ConvergenceWarning, match="max_rounds"):
-        m = PiecewiseLinearConvexRegressor(max_rounds=2, verbose=True).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="max_exchange"):
+        m = PiecewiseLinearConvexRegressor(max_exchange=1, verbose=True).fit(X, y)
     out = capsys.readouterr().out.splitlines()
     assert m.n_rounds_ == 2 and "(screening)" in out[0] and "(screening)" not in out[1]
     assert m.max_violation_ > m.tol * np.std(y)

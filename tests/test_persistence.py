@@ -118,6 +118,11 @@ def test_file_of_the_previous_saver_loads_and_predicts_as_before(kind):
 ADDED_PARAMS = {"PiecewiseLinearConvexRegressor": {"increasing": None, "decreasing": None},
                 "PSDRegressor": {"target": "matrix"}}
 
+#: Parameters renamed since: {class: {old name: (new name, old value -> new value)}}; the
+#: new files hold the old name as "deprecated" (not given) beside the new one.
+RENAMED_PARAMS = {"PiecewiseLinearConvexRegressor": {
+    "max_rounds": ("max_exchange", lambda k: k - 1), "solver": ("primal_solver", str)}}
+
 #: Metadata entries added since (optional when loading: the old files have none).
 ADDED_META = {"ConvexRegressor": ("certificate",)}
 
@@ -163,6 +168,9 @@ def test_declared_writer_keeps_the_format(fitted, kind, tmp_path):
     for name in ADDED_META.get(kind.split("-")[0], ()):
         assert isinstance(new_meta.pop(name), dict)
     old_arrays, old_meta = _read(DATA / f"{kind}.npz")
+    for old, (new, convert) in RENAMED_PARAMS.get(kind.split("-")[0], {}).items():
+        assert new_meta["params"].pop(old) == "deprecated"
+        assert new_meta["params"].pop(new) == convert(old_meta["params"].pop(old))
     _pop_added_space_config(new_meta, old_meta, check_default=True)
     assert sorted(new_arrays) == sorted(old_arrays)
     for k, A in new_arrays.items():

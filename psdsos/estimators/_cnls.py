@@ -21,7 +21,16 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 
 from psdsos._config import row_chunks
-from psdsos._params import Bool, Interval, Options, Verbose, validate_params
+from psdsos._params import (
+    DEPRECATED,
+    Bool,
+    Interval,
+    Options,
+    Renamed,
+    Verbose,
+    renamed_value,
+    validate_params,
+)
 from psdsos._persistence import SavedArray, SavedEstimator, register_loadable
 from psdsos._validation import FloatArray, PathLike, validate_data
 from psdsos.estimators._cnls_pairs import (
@@ -195,7 +204,7 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
     ``min(1e-7, tol)``, whose only use is to find violated pairs; once the largest violation is
     below 0.1 std(y) (or ``tol`` if larger) every QP is solved tight.  The loop ends only on a
     tight solve whose full scan finds no violation above tol, and the last allowed round
-    (``max_rounds``) is always tight: the returned fit is a tight solve and ``max_violation_``
+    (``max_exchange + 1``) is always tight: the returned fit is a tight solve and ``max_violation_``
     its full-scan certificate.  The constraints only grow, so the loop ends after finitely many
     rounds with the exact CNLS solution.  Memory is O(number of pairs), a small multiple of n
     (see the benchmarks page).
@@ -216,9 +225,11 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
         deviation of y.  Each tight QP is solved to ``clip(tol * 1e-4, 1e-12, 1e-10)`` with
         Clarabel (gap and feasibility), ``clip(tol * 1e-4, 1e-9, 1e-6)`` with SCS; screening
         QPs to ``max(that, min(1e-7, tol))``.
-    max_rounds : int, default=50
-        Largest number of QP solves.
-    solver : {"CLARABEL", "SCS"}, default="CLARABEL"
+    max_exchange : int, default=49
+        Largest number of rounds that add pairs (the exchange): at most ``max_exchange + 1``
+        QP solves (50 by default).  ``max_rounds = k`` (the old name, deprecated) is
+        ``max_exchange = k - 1``.
+    primal_solver : {"CLARABEL", "SCS"}, default="CLARABEL"
         CVXPY solver for each QP (status checked by :func:`psdsos.solvers.solve_cvxpy`).
         Clarabel (interior point) cannot be warm-started, and the constraint set changes every
         round anyway; it is much faster than OSQP at comparable accuracy.  For d <= 3 Clarabel
@@ -241,6 +252,9 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
         neighbours of each point (both directions); k >= n - 1 gives the dense problem.
     verbose : bool or int, default=False
         Print one line per round.
+    max_rounds, solver : deprecated
+        The old names of ``max_exchange`` (``max_rounds = max_exchange + 1``) and
+        ``primal_solver``: used when given, with a ``FutureWarning``; removed in 0.3.
 
     Attributes
     ----------
@@ -283,8 +297,10 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
 
     _parameter_constraints = {
         "tol": Interval(numbers.Real, 0.0, None, closed="neither"),
-        "max_rounds": Interval(numbers.Integral, 1, None),
-        "solver": Options(PRIMAL_SOLVERS, ignore_case=True),
+        "max_exchange": Interval(numbers.Integral, 0, None),
+        "primal_solver": Options(PRIMAL_SOLVERS, ignore_case=True),
+        "max_rounds": Renamed("max_exchange", Interval(numbers.Integral, 1, None)),
+        "solver": Renamed("primal_solver", Options(PRIMAL_SOLVERS, ignore_case=True)),
         "concave": Bool(),
         "increasing": _FeatureSubset(),
         "decreasing": _FeatureSubset(),
@@ -292,11 +308,15 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
         "verbose": Verbose(),
     }
 
-    def __init__(self, *, tol: float = 1e-6, max_rounds: int = 50, solver: str = "CLARABEL",
-                 concave: bool = False, increasing: bool | Sequence[int] | None = None,
+    def __init__(self, *, tol: float = 1e-6, max_exchange: int = 49,
+                 primal_solver: str = "CLARABEL", concave: bool = False,
+                 increasing: bool | Sequence[int] | None = None,
                  decreasing: bool | Sequence[int] | None = None,
-                 n_neighbors: int | str = "auto", verbose: bool | int = False) -> None:
+                 n_neighbors: int | str = "auto", verbose: bool | int = False,
+                 max_rounds: int | str = DEPRECATED, solver: str = DEPRECATED) -> None:
         self.tol = tol
+        self.max_exchange = max_exchange
+        self.primal_solver = primal_solver
         self.max_rounds = max_rounds
         self.solver = solver
         self.concave = concave
@@ -323,7 +343,7 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
         # the norm ||theta - y||_2.  The problem is rebuilt each round: its constraint matrix
         # changes shape, so a CVXPY Parameter would not spare the compilation.
         prob = cp.Problem(cp.Minimize(cp.sum_squares(resid)), constraints)
-        solver = self.solver.upper()
+        solver = self._primal_solver.upper()
         # Clarabel (interior point) is cheap to run tight; SCS (first order) gets a looser target.
         lo, hi = (1e-12, 1e-10) if solver == "CLARABEL" else (1e-9, 1e-6)
         tol = float(np.clip(self.tol * 1e-4, lo, hi))
@@ -375,8 +395,9 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
         tight = (keys.size >= n * (n - 1) or n < _SCREEN_MIN_N
                  or Xs.shape[1] > _DELAUNAY_MAX_DIM)
         t0 = time.perf_counter()
-        for rnd in range(1, self.max_rounds + 1):
-            tight = tight or rnd == self.max_rounds  # the answer is always a tight solve
+        rounds = self._max_exchange + 1
+        for rnd in range(1, rounds + 1):
+            tight = tight or rnd == rounds  # the answer is always a tight solve
             theta, Z = self._solve_qp(Xs, ys, keys, sw, tight=tight, signs=signs)
             vmax, J, V = _violations(Xs, theta, Z, keys, _ADD_MAX, self.tol)
             if self.verbose:
@@ -395,18 +416,18 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
                 if n_rows == 0:  # nothing new: re-solve the same pairs tight
                     continue
             if n_rows == 0:
-                advice = "raise tol" + (" or use solver='CLARABEL'"
-                                        if self.solver.upper() != "CLARABEL" else "")
+                advice = "raise tol" + (" or use primal_solver='CLARABEL'"
+                                        if self._primal_solver.upper() != "CLARABEL" else "")
                 return theta, Z, keys, rnd, vmax, (
                     f"the remaining violations are in the QP already (solver accuracy); {advice}")
-            if rnd < self.max_rounds:
+            if rnd < rounds:
                 # each violating row adds its q most violated pairs, q growing as fewer rows
                 # violate (about _ADD_TARGET * n new pairs per round, at most _ADD_MAX per row)
                 q = int(np.clip(np.ceil(_ADD_TARGET * n / n_rows), 1, V.shape[1]))
                 viol[:, q:] = False
                 I = np.broadcast_to(np.arange(n)[:, None], V.shape)
                 keys = np.union1d(keys, I[viol] * n + J[viol])
-        return theta, Z, keys, rnd, vmax, "raise max_rounds"
+        return theta, Z, keys, rnd, vmax, "raise max_exchange"
 
     def fit(self, X: ArrayLike, y: ArrayLike,
             sample_weight: ArrayLike | None = None) -> PiecewiseLinearConvexRegressor:
@@ -437,6 +458,9 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
             A QP ended with a status other than optimal.
         """
         validate_params(self)
+        self._max_exchange = int(renamed_value(self, "max_rounds", "max_exchange",
+                                               convert=lambda k: int(k) - 1))
+        self._primal_solver = str(renamed_value(self, "solver", "primal_solver"))
         X, y = validate_data(self, X, y, reset=True, dtype=np.float64, ensure_2d=False,
                              ensure_min_samples=2, y_numeric=True)
         if X.ndim != 2:
@@ -528,6 +552,19 @@ class PiecewiseLinearConvexRegressor(RegressorMixin, SavedEstimator, BaseEstimat
     def save(self, path: PathLike) -> None:
         """Save the fitted model to ``path`` (.npz + JSON metadata; never pickle)."""
         self._save(path)
+
+    @classmethod
+    def _saved_constructor_params(cls, meta):
+        # files written before the renaming hold max_rounds and solver: the same settings
+        # under the new names (no FutureWarning for a file the user did not write that way)
+        params = dict(meta["params"])
+        rounds = params.pop("max_rounds", DEPRECATED)
+        if rounds != DEPRECATED:
+            params.setdefault("max_exchange", int(rounds) - 1)
+        solver = params.pop("solver", DEPRECATED)
+        if solver != DEPRECATED:
+            params.setdefault("primal_solver", solver)
+        return params
 
 
 def _max_affine(Xt, theta, Z, X, concave):
