@@ -344,7 +344,7 @@ class ShapeConstrainedRegressor(RegressorMixin, SavedEstimator, BaseEstimator):
             sol = sf.solve(self, data, constraints, init)
             total_iter += sol.n_iter
             fit = sf.fit_of(data, sol.w)
-            checks: dict[int, tuple] = {}
+            checks: dict[int, tuple | None] = {}
             if n_exchange >= self.max_exchange:
                 break
             added = False

@@ -54,14 +54,15 @@ def check_cv(cv: Any, n: int,
             raise ValueError(f"cv='loo' needs at least 2 samples, got {n}")
         return LeaveOneOut()
     if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
-        if cv < 2:
-            raise ValueError(f"cv must be an int >= 2 (number of folds), got {cv}")
-        if cv > n:
+        k = int(cv)
+        if k < 2:
+            raise ValueError(f"cv must be an int >= 2 (number of folds), got {k}")
+        if k > n:
             raise ValueError(
-                f"cv={cv} folds is larger than the number of samples n={n}; use cv <= {n} "
+                f"cv={k} folds is larger than the number of samples n={n}; use cv <= {n} "
                 "or cv='loo'"
             )
-        return KFold(int(cv)) if int_splitter is None else int_splitter(int(cv))
+        return KFold(k) if int_splitter is None else int_splitter(k)
     if hasattr(cv, "split"):
         return cv
     if isinstance(cv, (bool, numbers.Number, bytes, dict)) or cv is None:
