@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from test_layers import PKG, ROOT, all_modules, module_name
+from test_layers import PKG, ROOT, all_modules, module_name, psdsos_imports
 
 #: Modules that are packages (their name maps to their __init__.py).
 MODULES = {module_name(p): p for p in all_modules()}
@@ -41,44 +41,13 @@ def _target(imported):
     return None
 
 
-def imports_of(source, modname, is_package):
-    """(imported module, line) for each import of ``source``: ``from P import x`` gives P.x
-    when that is a module, else P; relative imports resolved; ``importlib.import_module``
-    with a literal name counted."""
-    tree = ast.parse(source)
-    package = modname if is_package else modname.rpartition(".")[0]
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [(a.name, node.lineno) for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                if node.level > 1:
-                    base = base[: len(base) - (node.level - 1)]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
-            for a in node.names:
-                sub = f"{mod}.{a.name}"
-                found.append((sub if sub in MODULES else mod, node.lineno))
-        elif isinstance(node, ast.Call):
-            f = node.func
-            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
-            if name in ("import_module", "__import__") and node.args:
-                arg = node.args[0]
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                    found.append((arg.value, node.lineno))
-    return [(m, line) for m, line in found if m == "psdsos" or m.startswith("psdsos.")]
-
-
 def import_graph():
     graph = {}
     for name, path in MODULES.items():
         source = path.read_text(encoding="utf-8")
         skip = _type_checking_lines(ast.parse(source))
         edges = set()
-        for mod, line in imports_of(source, name, path.name == "__init__.py"):
+        for mod, line in psdsos_imports(source, name, path.name == "__init__.py", MODULES):
             tgt = _target(mod)
             if line not in skip and tgt is not None and tgt != name:
                 edges.add(tgt)

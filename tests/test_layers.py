@@ -67,8 +67,10 @@ def module_name(path):
     return ".".join(parts)
 
 
-def psdsos_imports(source, modname, is_package):
-    """Fully qualified psdsos modules imported by ``source`` (module ``modname``)."""
+def psdsos_imports(source, modname, is_package, modules=()):
+    """Fully qualified psdsos modules imported by ``source`` (module ``modname``).
+
+    ``from P import x`` gives P, or P.x when that is one of ``modules`` (a submodule)."""
     tree = ast.parse(source)
     package = modname if is_package else modname.rpartition(".")[0]
     found = []
@@ -90,7 +92,8 @@ def psdsos_imports(source, modname, is_package):
                 # "from psdsos import x": x may be a subpackage
                 found += [(f"psdsos.{a.name}", node.lineno) for a in node.names]
             else:
-                found.append((mod, node.lineno))
+                found += [(f"{mod}.{a.name}" if f"{mod}.{a.name}" in modules else mod,
+                           node.lineno) for a in node.names]
         elif isinstance(node, ast.Call):
             f = node.func
             name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")

@@ -78,13 +78,18 @@ def psd_huber(rng):
     return PSDLossProblem(Phi, M, 1e-3, 1e-2, get_loss("huber", delta=0.3))
 
 
-def convex(rng):
+def _convex_args(rng):
+    """(K, Hessians at the constraint points, SoS features, y, E) of convex regression."""
     X, y = _convex_data(rng)
     k = GaussianKernel(1.0)
     Z = X[:6]
     Phi = ExactFeatures(k).fit(Z).transform(Z)
     E = np.hstack([np.ones((X.shape[0], 1)), X])
-    return ConvexRegressionProblem(k(X, X), k.hessian(Z, X), Phi, y, E, 1e-2, 1e-3, 1e-2)
+    return k(X, X), k.hessian(Z, X), Phi, y, E
+
+
+def convex(rng):
+    return ConvexRegressionProblem(*_convex_args(rng), 1e-2, 1e-3, 1e-2)
 
 
 def convex_nystrom(rng):
@@ -105,12 +110,7 @@ def convex_exact(rng):
 
 
 def convex_huber(rng):
-    X, y = _convex_data(rng)
-    k = GaussianKernel(1.0)
-    Z = X[:6]
-    Phi = ExactFeatures(k).fit(Z).transform(Z)
-    E = np.hstack([np.ones((X.shape[0], 1)), X])
-    return ConvexRegressionLossProblem(k(X, X), k.hessian(Z, X), Phi, y, E, 1e-2, 0.0, 1e-2,
+    return ConvexRegressionLossProblem(*_convex_args(rng), 1e-2, 0.0, 1e-2,
                                        get_loss("huber", delta=0.3))
 
 
