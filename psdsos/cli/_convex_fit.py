@@ -27,8 +27,7 @@ PAPER_N_LANDMARKS = 25
 CONVEX_CV_MAX_ITER = CV_MAX_ITER
 #: Tolerance (relative duality gap) of the dual's cross-validation fits, at least: a CV score
 #: needs less precision than the refit (objective within 1e-4 of its optimum, fitted values
-#: within about 1% of the noise level).  With the CV fits' box certificates skipped, it took
-#: a 600-row, 3-feature table from 280 s to seconds (docs/convex-regression.md).
+#: within about 1% of the noise level); the CV fits also skip the box certificates.
 CONVEX_CV_TOL = 1e-4
 #: Held-out points of ``convex-fit --demo`` (error against the noiseless eq. 30).
 N_DEMO_TEST = 1000

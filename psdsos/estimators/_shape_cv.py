@@ -40,23 +40,16 @@ __all__ = ["ShapeConstrainedRegressorCV"]
 #: certificate needs many cells.  ``rho`` in standardized units (1e-7 is kernel ridge's
 #: ``alpha = 1e-4`` at n = 1000); ``lam2`` small, since the Frobenius weight of the SoS
 #: blocks biases the fit towards small constraint functions (flat slopes, little
-#: curvature): on a Cobb-Douglas production function (d = 2, n = 1000, 5% noise),
-#: lam2 = 1e-3 gave a test error 30 times that of lam2 = 1e-7.
+#: curvature; figures in docs/benchmarks.md, "Figures behind design choices").
 DEFAULT_SIGMAS = (1.0, 2.0)
 DEFAULT_RHOS = (1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
 #: lam2s=None pairs each rho with lam2 = min(rho, LAM2_CAP): a lam2 below rho buys no
-#: accuracy, one above it biases (d = 2, n = 2000, 5% noise: rho = lam2 = 1e-8 gave a test
-#: error 4.9e-5 against 5.8e-5 at lam2 = 1e-7 and 6.2e-5 at rho = lam2 = 1e-7).
+#: accuracy, one above it biases.
 LAM2_CAP = 1e-7
 #: The CV fits impose the shapes at 4 * 2**p Sobol points (and the corners), at most this
-#: many: a quarter of the refit's, which scores a candidate as well (d = 3, n = 333,
-#: Cobb-Douglas: test error 5.29e-4 with 32 points against 5.33e-4 with 128, in 1.2 s
-#: instead of 12 s: the Hessian block's eigendecompositions dominate).  In two features
-#: they use the refit's 64 (CV_POINTS_2D): with 16, the fits of the least regularized
-#: candidates bent between the points and scored worse than their refits would (Cobb-Douglas,
-#: n = 2000, 5% noise, three data seeds: rho = 1e-7 chosen every time, test error 1.21 times
-#: tuned kernel ridge's; with 64, rho = 1e-8, 1.00 times), at 2.5 times the search's cost
-#: (n = 1000: 53 s instead of about 20 s).
+#: many: a quarter of the refit's, which scores a candidate as well at a tenth of the cost.
+#: In two features they use the refit's 64 (CV_POINTS_2D): with fewer, the least
+#: regularized candidates bend between the points and score worse than their refits would.
 CV_POINTS_MAX = 64
 CV_POINTS_2D = 64
 
