@@ -186,6 +186,12 @@ class PSDLossProblem(_PSDPrimal):
 
         return min(cands, key=dval)
 
+    def reweighted(self, weights: np.ndarray) -> PSDLossProblem:
+        """The weighted least-squares problem of one reweighting step (IRLS): the squared
+        loss with coefficients c_i w_i, the same features, targets and weights lam1, lam2."""
+        return PSDLossProblem(self.Phi, self.M, self.lam1, self.lam2, SquaredLoss(),
+                              coefficients=self.emp.c * np.asarray(weights, dtype=np.float64))
+
     def cvxpy_problem(self) -> tuple[cp.Problem, cp.Variable, dict[str, Any]]:
         r"""The primal (eq. 9 with this loss), built once: a residual variable Z defined by
         ``Z == packed(F_B) - M`` (its multipliers are the dual variable), the loss's own

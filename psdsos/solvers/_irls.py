@@ -38,8 +38,7 @@ from typing import Any
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from psdsos.losses import HuberLoss, SquaredLoss
-from psdsos.problems import PSDLossProblem
+from psdsos.losses import HuberLoss
 from psdsos.solvers._apg import DualResult
 from psdsos.solvers._apg import say as _say
 from psdsos.solvers._dual import solve_dual
@@ -114,7 +113,6 @@ def solve_huber_irls(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,
         raise ValueError(f"huber_method='irls' needs loss='huber', got {problem.loss!r}")
     t0 = time.perf_counter()
     Phi, M, d = problem.Phi, problem.M, problem.d
-    lam1, lam2 = problem.lam1, problem.lam2
     emp, delta = problem.emp, problem.loss.delta
     c = emp.c
     N = Phi.shape[1] * d
@@ -166,9 +164,8 @@ def solve_huber_irls(problem: Any, *, tol: float = 1e-7, max_iter: int = 10000,
             w = np.minimum(1.0, delta / rn)
         return w, Gh
 
-    out = irls(lambda w: PSDLossProblem(Phi, M, lam1, lam2, SquaredLoss(), coefficients=c * w),
-               update, weights=omega, init=G, tol=inner_tol, max_iter=max(max_iter, 1),
-               max_rounds=max_outer)
+    out = irls(problem.reweighted, update, weights=omega, init=G, tol=inner_tol,
+               max_iter=max(max_iter, 1), max_rounds=max_outer)
     gap, G, B, P, Dval = st["best"]
     message = st["message"]
     if not out.stopped:
