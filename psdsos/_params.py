@@ -123,10 +123,10 @@ DEPRECATED = "deprecated"
 
 class Renamed:
     """The check of a renamed parameter's old name: ``"deprecated"`` (not given), or a value
-    that the new name's check accepts (reported under the old name)."""
+    that ``constraint`` (the old name's own check) accepts."""
 
-    def __init__(self, new_name, constraint):
-        self.new_name, self.constraint = new_name, constraint
+    def __init__(self, constraint):
+        self.constraint = constraint
 
     def check(self, name, value, owner):
         if isinstance(value, str) and value == DEPRECATED:

@@ -42,8 +42,8 @@ from psdsos.estimators._psd_path import _FULL_TOL_FACTOR, _fit_folds, _fit_path
 from psdsos.estimators._search_common import ScoringOption, _SavedSearch
 from psdsos.estimators._weights import check_sample_weight
 from psdsos.kernels import FeatureScaleWarning, Kernel, scale_bandwidth
-from psdsos.model_selection._folds import check_groups, cv_splits
-from psdsos.model_selection._scoring import check_scoring
+from psdsos.model_selection._folds import cv_splits
+from psdsos.model_selection._scoring import check_scoring, neg_mse_scorer
 from psdsos.solvers._dual_newton import AUTO_MAX_DIM
 
 __all__ = ["PSDRegressorCV"]
@@ -56,14 +56,6 @@ __all__ = ["PSDRegressorCV"]
 DEFAULT_KERNELS = ("gaussian", "matern52")
 DEFAULT_SIGMAS = (0.25, 0.5, 1.0, 2.0)
 DEFAULT_LAM2S = (1e-2, 1e-4, 1e-6, 1e-8)
-
-
-def _neg_mse(estimator: Any, X: ArrayLike, y: ArrayLike) -> float:
-    """The default score: minus the mean squared Frobenius error of the predictions."""
-    P = np.asarray(estimator.predict(X), dtype=np.float64)
-    M = np.asarray(y, dtype=np.float64).reshape(P.shape)
-    R = (P - M).reshape(len(P), -1)
-    return -float(np.mean(np.sum(R * R, axis=1)))
 
 
 @register_loadable
@@ -249,7 +241,7 @@ class PSDRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
 
     def _scorer(self) -> Callable[..., float]:
         scorer = check_scoring(self.scoring)[0]
-        return _neg_mse if scorer is None else scorer
+        return neg_mse_scorer if scorer is None else scorer
 
     def _base(self, tol: float, max_iter: int) -> PSDRegressor:
         return PSDRegressor(lam1=self.lam1, tol=tol, max_iter=max_iter, target=self.target)
@@ -289,7 +281,6 @@ class PSDRegressorCV(RegressorMixin, _SavedSearch, BaseEstimator):
         if sample_weight is not None:  # checked as PSDRegressor does; every row kept here
             check_sample_weight(sample_weight, Xv, M, min_positive=2)
             w = _check_sample_weight(sample_weight, Xv)
-        groups = check_groups(groups, n)  # every row kept, those of weight 0 too
         seed = cv_seed(self.random_state)
         folds = cv_splits(self.cv, Xv, M, groups,
                           int_splitter=lambda k: KFold(k, shuffle=True, random_state=seed))

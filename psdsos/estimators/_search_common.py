@@ -18,7 +18,7 @@ import numpy as np
 from psdsos._persistence import SavedEstimator, embed_estimator, kernel_by_name, load_embedded
 from psdsos._validation import PathLike
 from psdsos.kernels import Kernel, get_kernel
-from psdsos.model_selection._folds import _describe as describe
+from psdsos.model_selection._folds import describe
 from psdsos.model_selection._scoring import check_scoring
 
 __all__: list[str] = []

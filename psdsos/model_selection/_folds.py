@@ -19,10 +19,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.model_selection import KFold, LeaveOneOut
 
-__all__ = ["check_cv", "check_groups", "cv_splits"]
+__all__ = ["check_cv", "check_groups", "cv_splits", "describe"]
 
 
-def _describe(obj):
+def describe(obj):
     """A short description of a value for an error message (never a dump of arrays)."""
     if obj is None or isinstance(obj, (bool, numbers.Number, str)):
         return repr(obj)
@@ -66,11 +66,11 @@ def check_cv(cv: Any, n: int,
     if hasattr(cv, "split"):
         return cv
     if isinstance(cv, (bool, numbers.Number, bytes, dict)) or cv is None:
-        raise ValueError(f"{_CV_FORMS}, got {_describe(cv)}")
+        raise ValueError(f"{_CV_FORMS}, got {describe(cv)}")
     try:
         pairs = list(cv)
     except TypeError:
-        raise ValueError(f"{_CV_FORMS}, got {_describe(cv)}") from None
+        raise ValueError(f"{_CV_FORMS}, got {describe(cv)}") from None
     if not pairs:
         raise ValueError("cv is an empty iterable: give at least one (train, test) pair")
     return pairs
@@ -84,10 +84,10 @@ def _check_indices(idx, n, k, which):
         a = np.asarray(idx)
     except (TypeError, ValueError):
         raise ValueError(f"{where}: the {which} indices are not an array of integers, got "
-                         f"{_describe(idx)}") from None
+                         f"{describe(idx)}") from None
     if a.ndim != 1:
         raise ValueError(f"{where}: the {which} indices must be a 1-D array of row indices, "
-                         f"got {_describe(a)}")
+                         f"got {describe(a)}")
     if a.size == 0:
         raise ValueError(f"{where}: the {which} set is empty; every split needs at least one "
                          f"{which} row")
@@ -147,7 +147,7 @@ def cv_splits(cv: Any, X: Any, y: Any = None, groups: ArrayLike | None = None, *
     for k, pair in enumerate(raw):
         if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
             raise ValueError(f"cv split {k} (counting from 0) must be a (train, test) pair of "
-                             f"index arrays, got {_describe(pair)}")
+                             f"index arrays, got {describe(pair)}")
         tr, te = pair
         splits.append((_check_indices(tr, n, k, "train"), _check_indices(te, n, k, "test")))
     return splits
